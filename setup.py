@@ -1,0 +1,47 @@
+"""Installation script for the isaaclab_sysid extension."""
+
+import tomllib
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+ROOT = Path(__file__).resolve().parent
+EXT = tomllib.loads((ROOT / "extension.toml").read_text())
+
+INSTALL_REQUIRES = [
+    "numpy>=1.26",
+    "scipy>=1.11",
+    "pandas>=2.0",
+    "h5py>=3.9",
+    "cma>=4.0",
+    "tyro>=0.9",
+    # isaaclab==3.0.0 pins mujoco~=3.12.0 (through newton): share one environment.
+    "mujoco~=3.12.0",
+    "pin>=3.0",
+    "example-robot-data>=4.1",
+    "matplotlib>=3.8",
+    "rich>=13",
+    "cvxpy>=1.5",
+]
+
+EXTRAS = {
+    "isaaclab": ["isaaclab==3.0.0", "urdf-usd-converter"],
+    # Isaac Sim (PhysX backend) only installs on GPU workstations; see docs/backends.md.
+    "isaacsim": ["isaacsim[all,extscache]"],
+    "wandb": ["wandb"],
+    "dev": ["pytest>=8", "pytest-xdist>=3"],
+}
+
+setup(
+    name="isaaclab_sysid",
+    version=EXT["package"]["version"],
+    description=EXT["package"]["description"],
+    author=EXT["package"]["author"],
+    license=EXT["package"]["license"],
+    python_requires=">=3.12,<3.13",
+    package_dir={"": "source/isaaclab_sysid"},
+    packages=find_packages("source/isaaclab_sysid"),
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS,
+    zip_safe=False,
+)
