@@ -1,0 +1,164 @@
+"""The typed run object: arrays in SI units plus the sidecar's metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from isaaclab_sysid.data.schema import TICK_HZ
+
+
+@dataclass(frozen=True)
+class ImpedanceLaw:
+    """How the real arm's task-space impedance controller computes its torque.
+
+    Attributes:
+        coriolis_compensation: the controller adds C(q, qd) qd (libfranka examples do).
+        orientation_error: ``"quat"`` = 2 vec(q_des q^-1) (Franka example convention,
+            sign-corrected to the short way), ``"rotvec"`` = rotation vector of R_des R^T.
+        max_position_error: clip of the translational error norm [m], or None.
+        max_orientation_error: clip of the rotational error norm [rad], or None.
+        nullspace_stiffness: joint stiffness toward ``q_rest`` projected into the
+            Jacobian's null space [N m/rad] (0 = off); damping is 2 sqrt of it.
+        q_rest: (N,) rest posture [rad] for the null-space term, or None (= q_init).
+    """
+
+    coriolis_compensation: bool = True
+    orientation_error: str = "quat"
+    max_position_error: float | None = None
+    max_orientation_error: float | None = None
+    nullspace_stiffness: float = 0.0
+    q_rest: np.ndarray | None = None
+
+
+@dataclass
+class RunMeta:
+    """The sidecar JSON of a run.
+
+    Attributes:
+        schema_version: run format version (1).
+        robot: robot config name (``configs/robots/<robot>.toml``).
+        controller: ``"joint_pd"`` or ``"task_impedance"``.
+        control_rate_hz: rate at which setpoints were sent [Hz] (e.g. 50).
+        log_rate_hz: rate of the CSV rows [Hz]: ``control_rate_hz`` or 1000.
+        num_samples: number of CSV rows.
+        q_init: (N,) joint positions at the start [rad].
+        anchor_pos: (3,) EE anchor position of the excitation [m].
+        anchor_quat: (4,) anchor orientation, xyzw.
+        kp: joint_pd (N,) [N m/rad]; task_impedance (6,) [N/m x3, N m/rad x3].
+        kd: joint_pd (N,) [N m s/rad]; task_impedance (6,) [N s/m x3, N m s/rad x3].
+        impedance: the task_impedance law (ignored for joint_pd).
+        gravity_compensated: the real controller cancelled gravity (replay gravity-free).
+        excitation: free-form description of the excitation design.
+        summary: free-form summary written by the recorder.
+    """
+
+    robot: str
+    controller: str
+    control_rate_hz: float
+    log_rate_hz: float
+    num_samples: int
+    q_init: np.ndarray
+    anchor_pos: np.ndarray
+    anchor_quat: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+    impedance: ImpedanceLaw = field(default_factory=ImpedanceLaw)
+    gravity_compensated: bool = True
+    excitation: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = 1
+
+
+@dataclass
+class Run:
+    """One recorded run; every array has T rows (one per logged sample).
+
+    Attributes:
+        name: run name (the CSV stem).
+        meta: the sidecar metadata.
+        t: (T,) time stamps [s].
+        q, dq: (T, N) joint positions [rad] and velocities [rad/s].
+        ee_pos: (T, 3) EE position [m]; ee_quat: (T, 4) EE orientation xyzw.
+        tau: (T, N) commanded torque [N m]; tau_J: (T, N) measured torque [N m].
+        q_des: (T, N) joint targets [rad] (joint_pd), else None.
+        x_des: (T, 3) [m] and quat_des: (T, 4) xyzw EE targets (task_impedance), else None.
+        tick: (T,) controller tick of each row (1 kHz logs), else None.
+        setpoint_tick: (T,) tick at which the row's setpoint took effect (1 kHz logs), else None.
+        source: file the run was read from, if any.
+    """
+
+    name: str
+    meta: RunMeta
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    ee_pos: np.ndarray
+    ee_quat: np.ndarray
+    tau: np.ndarray
+    tau_J: np.ndarray
+    q_des: np.ndarray | None = None
+    x_des: np.ndarray | None = None
+    quat_des: np.ndarray | None = None
+    tick: np.ndarray | None = None
+    setpoint_tick: np.ndarray | None = None
+    source: Path | None = None
+
+    @property
+    def n_dof(self) -> int:
+        return int(self.q.shape[1])
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.t.shape[0])
+
+    @property
+    def is_1khz(self) -> bool:
+        """True for logs that record every controller tick (stamped setpoints)."""
+        return self.tick is not None
+
+    @property
+    def ticks_per_setpoint(self) -> int:
+        """Physics ticks a setpoint is held for (20 at 50 Hz)."""
+        return int(round(TICK_HZ / self.meta.control_rate_hz))
+
+    @property
+    def duration(self) -> float:
+        """Length of the logged time base [s]."""
+        return float(self.sample_ticks()[-1]) / TICK_HZ
+
+    def targets(self) -> np.ndarray:
+        """(T, D) setpoint of each row: q_des (D = N) or x_des ++ quat_des (D = 7)."""
+        if self.meta.controller == "joint_pd":
+            assert self.q_des is not None
+            return self.q_des
+        assert self.x_des is not None and self.quat_des is not None
+        return np.concatenate([self.x_des, self.quat_des], axis=1)
+
+    def sample_ticks(self) -> np.ndarray:
+        """(T,) physics tick of each row, counted from the first row (tick 0).
+
+        A 50 Hz log's row k sits at tick k * 20; a 1 kHz log's rows are its ticks.
+        """
+        if self.tick is not None:
+            return (self.tick - self.tick[0]).astype(np.int64)
+        return np.arange(self.n_samples, dtype=np.int64) * self.ticks_per_setpoint
+
+    def setpoints(self) -> tuple[np.ndarray, np.ndarray]:
+        """Setpoint schedule: ticks (K,) at which each setpoint takes effect, and values (K, D).
+
+        Ticks count from the first row. A 50 Hz log has one setpoint per row; a
+        1 kHz log has one per distinct ``setpoint_tick``. The first setpoint always
+        starts at tick 0 (an earlier stamp is clamped to the start of the log).
+        """
+        values = self.targets()
+        if self.setpoint_tick is None:
+            return self.sample_ticks(), values
+        rel = (self.setpoint_tick - self.tick[0]).astype(np.int64)  # type: ignore[index]
+        first = np.ones(len(rel), dtype=bool)
+        first[1:] = rel[1:] != rel[:-1]
+        ticks = np.maximum(rel[first], 0)
+        return ticks, values[first]

@@ -1,0 +1,210 @@
+"""Sidecar JSON <-> :class:`RunMeta`, with validation that names the offending key."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from isaaclab_sysid.data.errors import RunFormatError
+from isaaclab_sysid.data.run import ImpedanceLaw, RunMeta
+from isaaclab_sysid.data.schema import (
+    CONTROLLERS,
+    ORIENTATION_ERRORS,
+    QUAT_NORM_TOL,
+    SUPPORTED_SCHEMA_VERSIONS,
+    TICK_HZ,
+)
+
+
+def _err(file: str, key: str, reason: str) -> RunFormatError:
+    return RunFormatError(file, None, key, reason)
+
+
+def _number(raw: dict[str, Any], key: str, file: str, path: str | None = None) -> float:
+    path = path or key
+    if key not in raw:
+        raise _err(file, path, "missing")
+    val = raw[key]
+    if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
+        raise _err(file, path, f"expected a finite number, got {val!r}")
+    return float(val)
+
+
+def _vector(raw: dict[str, Any], key: str, n: int, file: str, path: str | None = None) -> np.ndarray:
+    path = path or key
+    if key not in raw or raw[key] is None:
+        raise _err(file, path, f"missing (expected {n} numbers)")
+    val = raw[key]
+    if not isinstance(val, list):
+        raise _err(file, path, f"expected a list of {n} numbers, got {type(val).__name__}")
+    if len(val) != n:
+        raise _err(file, path, f"has {len(val)} entries, expected {n}")
+    for i, v in enumerate(val):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise _err(file, f"{path}[{i}]", f"expected a finite number, got {v!r}")
+    return np.asarray(val, dtype=float)
+
+
+def parse_sidecar(raw: Any, file: str, n_dof: int, q_lower: np.ndarray, q_upper: np.ndarray) -> RunMeta:
+    """Validate a decoded sidecar and build its :class:`RunMeta`.
+
+    Args:
+        raw: the decoded JSON object.
+        file: name used in error messages.
+        n_dof: number of joints of the sidecar's robot.
+        q_lower, q_upper: (N,) joint limits [rad] (``q_init`` is checked against them).
+    Raises:
+        RunFormatError: naming the sidecar file and the key.
+    """
+    from isaaclab_sysid.data.schema import JOINT_LIMIT_SLACK
+
+    if not isinstance(raw, dict):
+        raise _err(file, "-", "sidecar must be a JSON object")
+    if "schema_version" not in raw:
+        raise _err(file, "schema_version", "missing")
+    if raw["schema_version"] not in SUPPORTED_SCHEMA_VERSIONS:
+        raise _err(
+            file, "schema_version", f"unknown schema_version {raw['schema_version']!r} (supported: 1)"
+        )
+    controller = raw.get("controller")
+    if controller not in CONTROLLERS:
+        raise _err(file, "controller", f"unknown controller {controller!r} (expected one of {', '.join(CONTROLLERS)})")
+    rate = _number(raw, "control_rate_hz", file)
+    if rate <= 0 or rate > TICK_HZ or abs(TICK_HZ / rate - round(TICK_HZ / rate)) > 1e-9:
+        raise _err(file, "control_rate_hz", f"{rate} Hz must divide {TICK_HZ} Hz (e.g. 50, 100, 1000)")
+    log_rate = _number(raw, "log_rate_hz", file) if "log_rate_hz" in raw else rate
+    if log_rate not in (rate, float(TICK_HZ)):
+        raise _err(file, "log_rate_hz", f"{log_rate} Hz: must equal control_rate_hz ({rate}) or {TICK_HZ}")
+    num = raw.get("num_samples")
+    if isinstance(num, bool) or not isinstance(num, int) or num < 2:
+        raise _err(file, "num_samples", f"expected an integer >= 2, got {num!r}")
+    q_init = _vector(raw, "q_init", n_dof, file)
+    bad = np.flatnonzero((q_init < q_lower - JOINT_LIMIT_SLACK) | (q_init > q_upper + JOINT_LIMIT_SLACK))
+    if bad.size:
+        i = int(bad[0])
+        raise _err(
+            file, f"q_init[{i}]", f"{q_init[i]:.4f} rad outside joint limits [{q_lower[i]:.4f}, {q_upper[i]:.4f}]"
+        )
+    anchor = raw.get("anchor_pose")
+    if not isinstance(anchor, dict):
+        raise _err(file, "anchor_pose", "missing (expected {\"position\": [x,y,z], \"quat_xyzw\": [x,y,z,w]})")
+    anchor_pos = _vector(anchor, "position", 3, file, "anchor_pose.position")
+    anchor_quat = _vector(anchor, "quat_xyzw", 4, file, "anchor_pose.quat_xyzw")
+    if abs(np.linalg.norm(anchor_quat) - 1.0) > QUAT_NORM_TOL:
+        raise _err(file, "anchor_pose.quat_xyzw", f"not a unit quaternion (norm {np.linalg.norm(anchor_quat):.4f})")
+    gains = raw.get("gains")
+    if not isinstance(gains, dict):
+        raise _err(file, "gains", "missing (expected {\"kp\": [...], \"kd\": [...]})")
+    n_gain = n_dof if controller == "joint_pd" else 6
+    kp = _vector(gains, "kp", n_gain, file, "gains.kp")
+    kd = _vector(gains, "kd", n_gain, file, "gains.kd")
+    for name, vec in (("kp", kp), ("kd", kd)):
+        nonpos = np.flatnonzero(vec <= 0)
+        if nonpos.size:
+            i = int(nonpos[0])
+            raise _err(file, f"gains.{name}[{i}]", f"gain must be positive, got {vec[i]}")
+    law = ImpedanceLaw()
+    if controller == "task_impedance":
+        law = _parse_law(raw.get("impedance", {}), file, n_dof)
+    return RunMeta(
+        schema_version=int(raw["schema_version"]),
+        robot=str(raw.get("robot", "franka_panda")),
+        controller=str(controller),
+        control_rate_hz=rate,
+        log_rate_hz=log_rate,
+        num_samples=num,
+        q_init=q_init,
+        anchor_pos=anchor_pos,
+        anchor_quat=anchor_quat,
+        kp=kp,
+        kd=kd,
+        impedance=law,
+        gravity_compensated=bool(raw.get("gravity_compensated", True)),
+        excitation=dict(raw.get("excitation", {})),
+        summary=dict(raw.get("summary", {})),
+    )
+
+
+def _parse_law(raw: Any, file: str, n_dof: int) -> ImpedanceLaw:
+    if not isinstance(raw, dict):
+        raise _err(file, "impedance", "expected an object")
+    known = {
+        "coriolis_compensation",
+        "orientation_error",
+        "max_position_error",
+        "max_orientation_error",
+        "nullspace_stiffness",
+        "q_rest",
+    }
+    for key in raw:
+        if key not in known:
+            raise _err(file, f"impedance.{key}", f"unknown key (known: {', '.join(sorted(known))})")
+    conv = raw.get("orientation_error", "quat")
+    if conv not in ORIENTATION_ERRORS:
+        raise _err(file, "impedance.orientation_error", f"unknown convention {conv!r} (expected quat or rotvec)")
+    clip: dict[str, float | None] = {}
+    for key in ("max_position_error", "max_orientation_error"):
+        if raw.get(key) is None:
+            clip[key] = None
+        else:
+            clip[key] = _number(raw, key, file, f"impedance.{key}")
+            if clip[key] <= 0:  # type: ignore[operator]
+                raise _err(file, f"impedance.{key}", "must be positive or null")
+    ns = _number(raw, "nullspace_stiffness", file, "impedance.nullspace_stiffness") if "nullspace_stiffness" in raw else 0.0
+    if ns < 0:
+        raise _err(file, "impedance.nullspace_stiffness", "must be >= 0")
+    q_rest = _vector(raw, "q_rest", n_dof, file, "impedance.q_rest") if raw.get("q_rest") is not None else None
+    return ImpedanceLaw(
+        coriolis_compensation=bool(raw.get("coriolis_compensation", True)),
+        orientation_error=conv,
+        max_position_error=clip["max_position_error"],
+        max_orientation_error=clip["max_orientation_error"],
+        nullspace_stiffness=ns,
+        q_rest=q_rest,
+    )
+
+
+def meta_to_dict(meta: RunMeta) -> dict[str, Any]:
+    """The sidecar JSON object of ``meta`` (inverse of :func:`parse_sidecar`)."""
+    out: dict[str, Any] = {
+        "schema_version": meta.schema_version,
+        "robot": meta.robot,
+        "controller": meta.controller,
+        "control_rate_hz": meta.control_rate_hz,
+        "log_rate_hz": meta.log_rate_hz,
+        "num_samples": meta.num_samples,
+        "q_init": meta.q_init.tolist(),
+        "anchor_pose": {"position": meta.anchor_pos.tolist(), "quat_xyzw": meta.anchor_quat.tolist()},
+        "gains": {"kp": meta.kp.tolist(), "kd": meta.kd.tolist()},
+        "gravity_compensated": meta.gravity_compensated,
+        "excitation": meta.excitation,
+        "summary": meta.summary,
+    }
+    if meta.controller == "task_impedance":
+        law = meta.impedance
+        out["impedance"] = {
+            "coriolis_compensation": law.coriolis_compensation,
+            "orientation_error": law.orientation_error,
+            "max_position_error": law.max_position_error,
+            "max_orientation_error": law.max_orientation_error,
+            "nullspace_stiffness": law.nullspace_stiffness,
+            "q_rest": None if law.q_rest is None else np.asarray(law.q_rest).tolist(),
+        }
+    return out
+
+
+def load_sidecar_json(path: Path) -> Any:
+    """Read and decode a sidecar file; malformed JSON names line and column."""
+    if not path.is_file():
+        raise RunFormatError(str(path), None, "-", "sidecar file not found")
+    text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        raise RunFormatError(str(path), None, "-", "sidecar file is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunFormatError(str(path), exc.lineno, f"char {exc.colno}", f"invalid JSON: {exc.msg}") from None

@@ -1,0 +1,129 @@
+"""Checks on a run's table (header and values); each failure names file, row and column."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from isaaclab_sysid.data.errors import RunFormatError
+from isaaclab_sysid.data.run import RunMeta
+from isaaclab_sysid.data.schema import (
+    EE_QUAT,
+    JOINT_LIMIT_SLACK,
+    QUAT_DES,
+    QUAT_NORM_TOL,
+    TICK_HZ,
+    expected_columns,
+)
+
+_Q_COL = re.compile(r"^q(\d+)$")
+
+
+def check_header(columns: Sequence[str], meta: RunMeta, n_dof: int, file: str, header_row: int | None) -> None:
+    """Refuse a header with the wrong joint count, missing or extra columns."""
+    n_q = sum(1 for c in columns if _Q_COL.match(c))
+    if n_q != n_dof:
+        raise RunFormatError(
+            file, header_row, f"q{min(n_q, n_dof) + 1}",
+            f"wrong joint count: the log has {n_q} joint columns, robot '{meta.robot}' has {n_dof}",
+        )
+    expected = expected_columns(n_dof, meta.controller, meta.log_rate_hz == TICK_HZ)
+    seen = set()
+    for c in columns:
+        if c in seen:
+            raise RunFormatError(file, header_row, c, "duplicated column")
+        seen.add(c)
+    for c in expected:
+        if c not in seen:
+            kind = "1 kHz" if meta.log_rate_hz == TICK_HZ else f"{meta.control_rate_hz:g} Hz"
+            raise RunFormatError(file, header_row, c, f"missing column (a {kind} {meta.controller} log needs it)")
+    for c in columns:
+        if c not in expected:
+            raise RunFormatError(file, header_row, c, f"unexpected column for a {meta.controller} log")
+
+
+def check_values(
+    table: dict[str, np.ndarray],
+    meta: RunMeta,
+    q_lower: np.ndarray,
+    q_upper: np.ndarray,
+    file: str,
+    row_of: int,
+) -> None:
+    """Refuse NaN/inf, bad time stamps, gaps, length mismatch, joint-limit and quaternion errors.
+
+    Args:
+        table: column name -> (T,) values.
+        meta: the validated sidecar.
+        q_lower, q_upper: (N,) joint limits [rad].
+        file: name used in error messages.
+        row_of: row number of sample 0 (2 in a CSV with a header line).
+    """
+    cols = list(table)
+    n_rows = len(table["t_s"])
+    for c in cols:
+        bad = np.flatnonzero(~np.isfinite(table[c]))
+        if bad.size:
+            raise RunFormatError(file, int(bad[0]) + row_of, c, f"non-finite value {table[c][bad[0]]}")
+    if n_rows != meta.num_samples:
+        raise RunFormatError(
+            file, min(n_rows, meta.num_samples) + row_of, "t_s",
+            f"the log has {n_rows} rows but the sidecar says num_samples={meta.num_samples}",
+        )
+    t = table["t_s"]
+    dt = np.diff(t)
+    dup = np.flatnonzero(dt == 0)
+    if dup.size:
+        raise RunFormatError(file, int(dup[0]) + 1 + row_of, "t_s", f"duplicated time stamp {t[dup[0]]!r}")
+    back = np.flatnonzero(dt < 0)
+    if back.size:
+        i = int(back[0]) + 1
+        raise RunFormatError(file, i + row_of, "t_s", f"time stamp {t[i]!r} is before the previous {t[i - 1]!r}")
+    period = 1.0 / meta.log_rate_hz
+    gap = np.flatnonzero(dt > 1.5 * period)
+    if gap.size:
+        i = int(gap[0]) + 1
+        kind = "1 kHz" if meta.log_rate_hz == TICK_HZ else f"{meta.log_rate_hz:g} Hz"
+        raise RunFormatError(
+            file, i + row_of, "t_s", f"gap of {dt[i - 1] * 1e3:.1f} ms in a {kind} log (expected {period * 1e3:g} ms)"
+        )
+    if meta.log_rate_hz == TICK_HZ:
+        for c in ("tick", "setpoint_tick"):
+            frac = np.flatnonzero(table[c] != np.round(table[c]))
+            if frac.size:
+                raise RunFormatError(file, int(frac[0]) + row_of, c, f"not an integer: {table[c][frac[0]]!r}")
+        tick = table["tick"]
+        jump = np.flatnonzero(np.diff(tick) != 1)
+        if jump.size:
+            i = int(jump[0]) + 1
+            raise RunFormatError(
+                file, i + row_of, "tick", f"gap in a 1 kHz log: tick {int(tick[i])} follows {int(tick[i - 1])}"
+            )
+        sp = table["setpoint_tick"]
+        ahead = np.flatnonzero(sp > tick)
+        if ahead.size:
+            i = int(ahead[0])
+            raise RunFormatError(file, i + row_of, "setpoint_tick", f"{int(sp[i])} is after the row's tick {int(tick[i])}")
+        dec = np.flatnonzero(np.diff(sp) < 0)
+        if dec.size:
+            i = int(dec[0]) + 1
+            raise RunFormatError(file, i + row_of, "setpoint_tick", "setpoint stamps go backwards")
+    n = len(q_lower)
+    for j in range(n):
+        q = table[f"q{j + 1}"]
+        out = np.flatnonzero((q < q_lower[j] - JOINT_LIMIT_SLACK) | (q > q_upper[j] + JOINT_LIMIT_SLACK))
+        if out.size:
+            i = int(out[0])
+            raise RunFormatError(
+                file, i + row_of, f"q{j + 1}",
+                f"{q[i]:.4f} rad outside joint limits [{q_lower[j]:.4f}, {q_upper[j]:.4f}] (degrees logged as radians?)",
+            )
+    quats = [EE_QUAT] + ([QUAT_DES] if meta.controller == "task_impedance" else [])
+    for names in quats:
+        norm = np.sqrt(sum(table[c] ** 2 for c in names))
+        bad = np.flatnonzero(np.abs(norm - 1.0) > QUAT_NORM_TOL)
+        if bad.size:
+            i = int(bad[0])
+            raise RunFormatError(file, i + row_of, names[-1], f"non-unit quaternion (norm {norm[i]:.4f})")

@@ -1,0 +1,179 @@
+"""Least-squares estimation of base parameters with error bars.
+
+All solvers work on a QR (or SVD) factorization of the regressor, never on the
+normal equations ``W^T W``. Rows are sample-major: row ``t N + j`` is joint j.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import scipy.linalg
+
+
+@dataclass
+class LSResult:
+    """An estimate and its statistics.
+
+    Attributes:
+        theta: (p,) estimate.
+        cov: (p, p) covariance of the estimate.
+        std: (p,) standard deviation.
+        rel_std: (p,) 100 std / |theta| [%].
+        sigma2: noise variance of the (weighted) output [output unit^2].
+        sigma_joint: (N,) residual RMS per joint [output unit] (unweighted).
+        cond: condition number of the (weighted) regressor (ratio of singular values).
+        n_obs, n_params: rows and columns of the regressor.
+        method: "ols", "wls", "iv" or "tls".
+    """
+
+    theta: np.ndarray
+    cov: np.ndarray
+    std: np.ndarray
+    rel_std: np.ndarray
+    sigma2: float
+    sigma_joint: np.ndarray
+    cond: float
+    n_obs: int
+    n_params: int
+    method: str
+
+    def summary(self) -> dict:
+        """JSON-ready dict (lists instead of arrays)."""
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+
+
+def _check(W: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    W = np.asarray(W, dtype=float)
+    y = np.asarray(y, dtype=float).ravel()
+    if W.ndim != 2 or W.shape[0] != y.size:
+        raise ValueError(f"regressor {W.shape} and output {y.shape} do not match")
+    if W.shape[0] <= W.shape[1]:
+        raise ValueError(f"need more rows than parameters; got {W.shape}")
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(y))):
+        raise ValueError("regressor or output contains NaN/inf")
+    return W, y
+
+
+def _finish(theta, cov, W, y, r, n_dof, method, sigma2, cond) -> LSResult:
+    std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    with np.errstate(divide="ignore"):
+        rel = 100.0 * std / np.abs(theta)
+    sig_j = np.sqrt(np.mean(r.reshape(-1, n_dof) ** 2, axis=0)) if n_dof else np.array([])
+    return LSResult(theta, cov, std, rel, float(sigma2), sig_j, float(cond), W.shape[0], W.shape[1], method)
+
+
+def _qr_solve(W: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """theta, R^-1 (p, p), cond via an economic QR."""
+    Q, R = np.linalg.qr(W, mode="reduced")
+    d = np.abs(np.diag(R))
+    if d.min() <= 1e-12 * d.max():
+        raise np.linalg.LinAlgError("regressor is rank deficient: use base parameters")
+    theta = scipy.linalg.solve_triangular(R, Q.T @ y)
+    Rinv = scipy.linalg.solve_triangular(R, np.eye(R.shape[0]))
+    s = np.linalg.svd(R, compute_uv=False)
+    return theta, Rinv, s[0] / s[-1]
+
+
+def ols(W: np.ndarray, y: np.ndarray, n_dof: int) -> LSResult:
+    """Ordinary least squares by QR.
+
+    Args:
+        W: (M, p) regressor, M = T N rows sample-major.
+        y: (M,) measured output (torque [N m] or current [A]).
+        n_dof: N, to report the residual per joint.
+    """
+    W, y = _check(W, y)
+    theta, Rinv, cond = _qr_solve(W, y)
+    r = y - W @ theta
+    sigma2 = float(r @ r) / (W.shape[0] - W.shape[1])
+    cov = sigma2 * Rinv @ Rinv.T
+    return _finish(theta, cov, W, y, r, n_dof, "ols", sigma2, cond)
+
+
+def wls(W: np.ndarray, y: np.ndarray, n_dof: int, sigma_joint: np.ndarray | None = None) -> LSResult:
+    """Weighted least squares, rows of joint j scaled by 1 / sigma_j.
+
+    ``sigma_joint`` (N,) is the noise std per joint; if None it is estimated
+    from an OLS residual (two-step). The covariance accounts for the weights.
+    """
+    W, y = _check(W, y)
+    if sigma_joint is None:
+        first = ols(W, y, n_dof)
+        dof_frac = (W.shape[0] - W.shape[1]) / W.shape[0]
+        sigma_joint = first.sigma_joint / np.sqrt(dof_frac)
+    s = np.asarray(sigma_joint, dtype=float)
+    if s.shape != (n_dof,) or np.any(s <= 0):
+        raise ValueError(f"sigma_joint must be ({n_dof},) positive; got {s}")
+    w = np.tile(1.0 / s, W.shape[0] // n_dof)
+    Ww, yw = W * w[:, None], y * w
+    theta, Rinv, cond = _qr_solve(Ww, yw)
+    rw = yw - Ww @ theta
+    sigma2 = float(rw @ rw) / (W.shape[0] - W.shape[1])  # ~1 when sigma_joint is right
+    cov = sigma2 * Rinv @ Rinv.T
+    res = _finish(theta, cov, W, y, y - W @ theta, n_dof, "wls", sigma2, cond)
+    return res
+
+
+def instrumental_variables(W: np.ndarray, y: np.ndarray, Z: np.ndarray, n_dof: int) -> LSResult:
+    """Instrumental-variable estimate for closed-loop data (seed 000, L.C.3).
+
+    ``Z`` (M, p) is the regressor rebuilt from a signal correlated with W but not
+    with the noise (the commanded trajectory, or a simulation of the previous
+    estimate). With Z = Q R (QR), theta solves (Q^T W) theta = Q^T y; the
+    covariance is sigma^2 (Q^T W)^-1 (Q^T W)^-T.
+    """
+    W, y = _check(W, y)
+    Z = np.asarray(Z, dtype=float)
+    if Z.shape != W.shape:
+        raise ValueError(f"instrument {Z.shape} must match regressor {W.shape}")
+    Q, _ = np.linalg.qr(Z, mode="reduced")
+    A = Q.T @ W
+    theta = np.linalg.solve(A, Q.T @ y)
+    r = y - W @ theta
+    sigma2 = float(r @ r) / (W.shape[0] - W.shape[1])
+    Ainv = np.linalg.inv(A)
+    cov = sigma2 * Ainv @ Ainv.T
+    s = np.linalg.svd(W, compute_uv=False)
+    return _finish(theta, cov, W, y, r, n_dof, "iv", sigma2, s[0] / s[-1])
+
+
+def total_least_squares(W: np.ndarray, y: np.ndarray, n_dof: int) -> LSResult:
+    """Total least squares (errors in the regressor too) by SVD of the scaled [W y].
+
+    Columns are scaled to unit norm first so the implied error model is the same
+    relative size in every column; the reported covariance is the OLS formula
+    at the TLS estimate (first-order).
+    """
+    W, y = _check(W, y)
+    C = np.column_stack([W, y])
+    scale = np.linalg.norm(C, axis=0)
+    scale[scale == 0] = 1.0
+    _, _, Vt = np.linalg.svd(C / scale, full_matrices=False)
+    v = Vt[-1]
+    if abs(v[-1]) < 1e-14:
+        raise np.linalg.LinAlgError("TLS solution does not exist (last singular vector has no output part)")
+    theta = -(v[:-1] / v[-1]) * scale[-1] / scale[:-1]
+    _, Rinv, cond = _qr_solve(W, y)
+    r = y - W @ theta
+    sigma2 = float(r @ r) / (W.shape[0] - W.shape[1])
+    cov = sigma2 * Rinv @ Rinv.T
+    return _finish(theta, cov, W, y, r, n_dof, "tls", sigma2, cond)
+
+
+def estimate(
+    W: np.ndarray, y: np.ndarray, n_dof: int, method: str = "ols", Z: np.ndarray | None = None
+) -> LSResult:
+    """Dispatch to :func:`ols`, :func:`wls`, :func:`instrumental_variables` or :func:`total_least_squares`."""
+    if method == "ols":
+        return ols(W, y, n_dof)
+    if method == "wls":
+        return wls(W, y, n_dof)
+    if method == "iv":
+        if Z is None:
+            raise ValueError("method 'iv' needs the instrument regressor Z")
+        return instrumental_variables(W, y, Z, n_dof)
+    if method == "tls":
+        return total_least_squares(W, y, n_dof)
+    raise ValueError(f"unknown method {method!r}; choose ols, wls, iv or tls")

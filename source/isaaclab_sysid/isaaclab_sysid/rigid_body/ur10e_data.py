@@ -1,0 +1,169 @@
+"""Loader for the real UR10e logs and the authors' published parameters.
+
+The logs (``shared/data/ur10e``) were recorded by the authors of
+``shamilmamedov/dynamic_calibration``. Each CSV has no header and 31 columns:
+time [s], q1..q6 [rad], qd1..qd6 [rad/s], motor currents i1..i6 [A], desired
+currents [A], desired torques [N m].
+
+The authors' model (their ``regressorWithMotorDynamics`` and
+``frictionRegressor``) is, per joint j::
+
+    k_j * i_j = (Y_rb(q, qd, qdd) pi_rgd)_j + Ia_j qdd_j + Fv_j qd_j + Fc_j sign(qd_j) + F0_j
+
+with ``pi_rgd`` ordered per link as (Ixx, Ixy, Ixz, Iyy, Iyz, Izz, hx, hy, hz, m),
+the inertia about the link-frame origin, ``h = m c``; the link frames are the
+URDF joint frames, which are also Pinocchio's. :func:`published_parameters`
+maps them onto this package's regressor columns.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from isaaclab_sysid.paths import REPO_ROOT
+
+N_JOINTS = 6
+N_COLUMNS = 31
+
+
+class UR10eDataError(ValueError):
+    """A UR10e log or parameter file is malformed (the message names file, row, column)."""
+
+
+def shared_dir() -> Path:
+    """The shared data folder: ``$ISAACLAB_SYSID_SHARED`` or ``REPO_ROOT.parent / "shared"``."""
+    env = os.environ.get("ISAACLAB_SYSID_SHARED")
+    return Path(env) if env else REPO_ROOT.parent / "shared"
+
+
+def ur10e_dir() -> Path:
+    """The UR10e data folder inside :func:`shared_dir` (may not exist)."""
+    return shared_dir() / "data" / "ur10e"
+
+
+@dataclass(frozen=True)
+class UR10eLog:
+    """One UR10e log, arrays over T samples.
+
+    Attributes:
+        path: source file.
+        t: (T,) time [s] (as logged; may be irregular).
+        q: (T, 6) joint positions [rad].
+        qd: (T, 6) joint velocities [rad/s] (as logged by the controller).
+        current: (T, 6) measured motor currents [A].
+        current_des: (T, 6) desired currents [A].
+        tau_des: (T, 6) desired torques [N m].
+    """
+
+    path: Path
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    current: np.ndarray
+    current_des: np.ndarray
+    tau_des: np.ndarray
+
+
+def load_ur10e_csv(path: str | Path) -> UR10eLog:
+    """Read and validate one UR10e CSV (31 columns, no header).
+
+    Raises:
+        UR10eDataError: naming the file, 1-based row and column of the first problem.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UR10eDataError(f"{path}: no such file")
+    rows: list[list[float]] = []
+    with open(path, encoding="utf-8") as fh:
+        for r, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            cells = line.strip().split(",")
+            if len(cells) != N_COLUMNS:
+                raise UR10eDataError(f"{path}: row {r}: expected {N_COLUMNS} columns, found {len(cells)}")
+            vals = []
+            for c, cell in enumerate(cells, start=1):
+                try:
+                    v = float(cell)
+                except ValueError:
+                    raise UR10eDataError(f"{path}: row {r}, column {c}: not a number: {cell!r}") from None
+                if not np.isfinite(v):
+                    raise UR10eDataError(f"{path}: row {r}, column {c}: non-finite value {cell!r}")
+                vals.append(v)
+            rows.append(vals)
+    if len(rows) < 10:
+        raise UR10eDataError(f"{path}: only {len(rows)} rows; need at least 10")
+    a = np.asarray(rows)
+    t = a[:, 0]
+    bad = np.flatnonzero(np.diff(t) < 0)
+    if bad.size:
+        raise UR10eDataError(f"{path}: row {bad[0] + 2}, column 1: time goes backwards ({t[bad[0]]} -> {t[bad[0] + 1]})")
+    return UR10eLog(
+        path=path,
+        t=t,
+        q=a[:, 1:7],
+        qd=a[:, 7:13],
+        current=a[:, 13:19],
+        current_des=a[:, 19:25],
+        tau_des=a[:, 25:31],
+    )
+
+
+@dataclass(frozen=True)
+class PublishedParameters:
+    """The authors' identified UR10e parameters, in their own units.
+
+    Attributes:
+        drive_gains: (6,) current-to-torque gains [N m / A].
+        rotor_inertia: (6,) reflected rotor inertia (armature) [kg m^2].
+        friction: (6, 3) per joint (Fv [N m s/rad], Fc [N m], F0 [N m]).
+        pi_rgd: (6, 10) per link (Ixx, Ixy, Ixz, Iyy, Iyz, Izz, hx, hy, hz, m), origin-referred.
+    """
+
+    drive_gains: np.ndarray
+    rotor_inertia: np.ndarray
+    friction: np.ndarray
+    pi_rgd: np.ndarray
+
+    def pinocchio_pi(self) -> np.ndarray:
+        """(6, 10) link parameters in Pinocchio's order (m, mcx, mcy, mcz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz)."""
+        p = self.pi_rgd
+        return np.stack([p[:, 9], p[:, 6], p[:, 7], p[:, 8], p[:, 0], p[:, 1], p[:, 3], p[:, 2], p[:, 4], p[:, 5]], axis=1)
+
+
+def _parse_vector(path: Path, text: str, name: str, size: int) -> np.ndarray:
+    m = re.search(rf"^{name}\s*=\s*\[([^\]]*)\]", text, flags=re.M)
+    if m is None:
+        raise UR10eDataError(f"{path}: no '{name} = [...]' line")
+    line = text[: m.start()].count("\n") + 1
+    try:
+        v = np.array([float(x) for x in m.group(1).split()])
+    except ValueError as exc:
+        raise UR10eDataError(f"{path}: row {line}: '{name}' has a non-number: {exc}") from None
+    if v.size != size:
+        raise UR10eDataError(f"{path}: row {line}: '{name}' has {v.size} values, expected {size}")
+    return v
+
+
+def load_published_parameters(path: str | Path) -> PublishedParameters:
+    """Parse ``UR10E_parameters.txt`` (drvGains, pi_drvs, pi_frcn, pi_rgd)."""
+    path = Path(path)
+    if not path.is_file():
+        raise UR10eDataError(f"{path}: no such file")
+    text = path.read_text(encoding="utf-8")
+    return PublishedParameters(
+        drive_gains=_parse_vector(path, text, "drvGains", 6),
+        rotor_inertia=_parse_vector(path, text, "pi_drvs", 6),
+        friction=_parse_vector(path, text, "pi_frcn", 18).reshape(6, 3),
+        pi_rgd=_parse_vector(path, text, "pi_rgd", 60).reshape(6, 10),
+    )
+
+
+def list_runs(folder: str | Path) -> list[Path]:
+    """Sorted CSV files in ``folder``."""
+    return sorted(Path(folder).glob("*.csv"))
