@@ -93,6 +93,7 @@ def preprocess(
     signals: dict[str, np.ndarray] | None = None,
     options: PreprocessOptions | None = None,
     source: str = "log",
+    velocity: np.ndarray | None = None,
 ) -> Processed:
     """Run steps 1-6 on one log.
 
@@ -102,6 +103,10 @@ def preprocess(
         signals: name -> (T, N) outputs to filter identically (torque, current).
         options: the choices; defaults to :class:`PreprocessOptions`.
         source: a name for error messages (the file).
+        velocity: (T, N) logged velocity [rad/s]; when given it is filtered like
+            the positions and used instead of differentiating them (the
+            acceleration is then its central difference). Useful when the
+            controller reports an exact zero at rest, which keeps sign(qd) at 0.
     """
     opt = options or PreprocessOptions()
     signals = signals or {}
@@ -137,7 +142,10 @@ def preprocess(
 
     qf = _filter_resample(q, "q")
     grid = np.arange(qf.shape[0]) * dt
-    qd = np.gradient(qf, dt, axis=0)
+    if velocity is None:
+        qd = np.gradient(qf, dt, axis=0)
+    else:
+        qd = _filter_resample(velocity, "velocity")
     qdd = np.gradient(qd, dt, axis=0)
     out = {k: _filter_resample(v, k) for k, v in signals.items()}
     n_trim = int(round(opt.trim_s / dt))
@@ -156,7 +164,11 @@ def preprocess(
             "applied_at_dt_s": raw_dt,
         },
         "target_dt_s": dt,
-        "derivatives": "central differences (numpy.gradient) of filtered positions, twice",
+        "derivatives": (
+            "central differences (numpy.gradient) of filtered positions, twice"
+            if velocity is None
+            else "logged velocity filtered like the positions; acceleration its central difference"
+        ),
         "trim_samples_each_end": n_trim,
         "n_samples": int(grid[sl].size),
     }

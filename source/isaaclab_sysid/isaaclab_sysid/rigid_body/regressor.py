@@ -35,6 +35,7 @@ class RegressorOptions:
         armature, viscous, coulomb, offset: include that term for every joint.
         coulomb_smoothing: velocity scale [rad/s] of ``tanh(qd / s)`` replacing
             ``sign(qd)``; 0 keeps the plain sign.
+        coulomb_deadband: |qd| [rad/s] below which the Coulomb column is 0 (a joint at rest).
         gravity: include gravity in the rigid-body part (off for gravity-compensated logs).
     """
 
@@ -43,6 +44,7 @@ class RegressorOptions:
     coulomb: bool = True
     offset: bool = True
     coulomb_smoothing: float = 0.0
+    coulomb_deadband: float = 0.0
     gravity: bool = True
 
 
@@ -115,6 +117,8 @@ class Regressor:
             elif term == "coulomb":
                 s = self.options.coulomb_smoothing
                 sig = np.tanh(qd / s) if s > 0 else np.sign(qd)
+                if self.options.coulomb_deadband > 0:
+                    sig = np.where(np.abs(qd) < self.options.coulomb_deadband, 0.0, sig)
             else:
                 sig = np.ones_like(qd)
             out[:, :, self.term_slice(term)] = sig[:, :, None] * eye[None]

@@ -3,7 +3,9 @@
 The logs (``shared/data/ur10e``) were recorded by the authors of
 ``shamilmamedov/dynamic_calibration``. Each CSV has no header and 31 columns:
 time [s], q1..q6 [rad], qd1..qd6 [rad/s], motor currents i1..i6 [A], desired
-currents [A], desired torques [N m].
+currents [A], desired torques [N m]. Two early runs (2019-09-27) have only the
+first 19 columns. One run ends in a truncated last line (no newline), which is
+dropped and counted in :attr:`UR10eLog.dropped_last_row`.
 
 The authors' model (their ``regressorWithMotorDynamics`` and
 ``frictionRegressor``) is, per joint j::
@@ -29,6 +31,13 @@ from isaaclab_sysid.paths import REPO_ROOT
 
 N_JOINTS = 6
 N_COLUMNS = 31
+N_COLUMNS_SHORT = 19
+#: (first column, end column, |bound|, what): plausibility limits of the UR10e signals.
+_PLAUSIBLE = (
+    (1, 7, 2 * np.pi + 0.2, "joint position [rad]"),
+    (7, 13, 10.0, "joint velocity [rad/s]"),
+    (13, 19, 100.0, "motor current [A]"),
+)
 
 
 class UR10eDataError(ValueError):
@@ -56,8 +65,9 @@ class UR10eLog:
         q: (T, 6) joint positions [rad].
         qd: (T, 6) joint velocities [rad/s] (as logged by the controller).
         current: (T, 6) measured motor currents [A].
-        current_des: (T, 6) desired currents [A].
-        tau_des: (T, 6) desired torques [N m].
+        current_des: (T, 6) desired currents [A], or None in a 19-column file.
+        tau_des: (T, 6) desired torques [N m], or None in a 19-column file.
+        dropped_last_row: True if a truncated final line (no newline) was dropped.
     """
 
     path: Path
@@ -65,12 +75,13 @@ class UR10eLog:
     q: np.ndarray
     qd: np.ndarray
     current: np.ndarray
-    current_des: np.ndarray
-    tau_des: np.ndarray
+    current_des: np.ndarray | None
+    tau_des: np.ndarray | None
+    dropped_last_row: bool = False
 
 
 def load_ur10e_csv(path: str | Path) -> UR10eLog:
-    """Read and validate one UR10e CSV (31 columns, no header).
+    """Read and validate one UR10e CSV (31 or 19 columns, no header).
 
     Raises:
         UR10eDataError: naming the file, 1-based row and column of the first problem.
@@ -79,26 +90,45 @@ def load_ur10e_csv(path: str | Path) -> UR10eLog:
     if not path.is_file():
         raise UR10eDataError(f"{path}: no such file")
     rows: list[list[float]] = []
-    with open(path, encoding="utf-8") as fh:
-        for r, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            cells = line.strip().split(",")
-            if len(cells) != N_COLUMNS:
-                raise UR10eDataError(f"{path}: row {r}: expected {N_COLUMNS} columns, found {len(cells)}")
-            vals = []
-            for c, cell in enumerate(cells, start=1):
-                try:
-                    v = float(cell)
-                except ValueError:
-                    raise UR10eDataError(f"{path}: row {r}, column {c}: not a number: {cell!r}") from None
-                if not np.isfinite(v):
-                    raise UR10eDataError(f"{path}: row {r}, column {c}: non-finite value {cell!r}")
-                vals.append(v)
-            rows.append(vals)
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    dropped = False
+    width = None
+    for r, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        cells = line.strip().split(",")
+        if width is None:
+            if len(cells) not in (N_COLUMNS, N_COLUMNS_SHORT):
+                raise UR10eDataError(
+                    f"{path}: row {r}: expected {N_COLUMNS} (or {N_COLUMNS_SHORT}) columns, found {len(cells)}"
+                )
+            width = len(cells)
+        if len(cells) != width:
+            if r == len(lines) and not text.endswith("\n"):
+                dropped = True  # truncated final line
+                break
+            raise UR10eDataError(f"{path}: row {r}: expected {width} columns, found {len(cells)}")
+        vals = []
+        for c, cell in enumerate(cells, start=1):
+            try:
+                v = float(cell)
+            except ValueError:
+                raise UR10eDataError(f"{path}: row {r}, column {c}: not a number: {cell!r}") from None
+            if not np.isfinite(v):
+                raise UR10eDataError(f"{path}: row {r}, column {c}: non-finite value {cell!r}")
+            vals.append(v)
+        rows.append(vals)
     if len(rows) < 10:
         raise UR10eDataError(f"{path}: only {len(rows)} rows; need at least 10")
     a = np.asarray(rows)
+    for lo, hi, bound, what in _PLAUSIBLE:
+        block = np.abs(a[:, lo:hi]) > bound
+        if block.any():
+            r, c = np.argwhere(block)[0]
+            raise UR10eDataError(
+                f"{path}: row {r + 1}, column {lo + c + 1}: {what} {a[r, lo + c]:g} outside +-{bound:g}"
+            )
     t = a[:, 0]
     bad = np.flatnonzero(np.diff(t) < 0)
     if bad.size:
@@ -109,8 +139,9 @@ def load_ur10e_csv(path: str | Path) -> UR10eLog:
         q=a[:, 1:7],
         qd=a[:, 7:13],
         current=a[:, 13:19],
-        current_des=a[:, 19:25],
-        tau_des=a[:, 25:31],
+        current_des=a[:, 19:25] if width == N_COLUMNS else None,
+        tau_des=a[:, 25:31] if width == N_COLUMNS else None,
+        dropped_last_row=dropped,
     )
 
 
@@ -167,3 +198,9 @@ def load_published_parameters(path: str | Path) -> PublishedParameters:
 def list_runs(folder: str | Path) -> list[Path]:
     """Sorted CSV files in ``folder``."""
     return sorted(Path(folder).glob("*.csv"))
+
+
+def is_fourier_unloaded(path: Path) -> bool:
+    """True for the Fourier excitation runs without payload (``*harm*``, not ``*Load*``)."""
+    name = Path(path).name
+    return "harm" in name and "load" not in name.lower()
