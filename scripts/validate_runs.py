@@ -23,11 +23,14 @@ from isaaclab_sysid.data import RunFormatError, read_run, read_runs_hdf5
 class Args:
     """Validate run files (CSV + sidecar JSON, or HDF5) against the run format."""
 
-    files: tuple[Path, ...]
+    files: tyro.conf.Positional[tuple[Path, ...]]
     """Run CSVs (sidecar = same name with .json) and/or HDF5 files."""
 
 
 def main(args: Args) -> int:
+    if not args.files:
+        print("error: give at least one run file (see --help)", file=sys.stderr)
+        return 2
     failed = 0
     for path in args.files:
         try:

@@ -65,8 +65,8 @@ def _set_inertial(link: ET.Element, inertial: LinkInertial) -> None:
     ET.SubElement(
         el,
         "inertia",
-        ixx=repr(i[0, 0]), ixy=repr(i[0, 1]), ixz=repr(i[0, 2]),
-        iyy=repr(i[1, 1]), iyz=repr(i[1, 2]), izz=repr(i[2, 2]),
+        ixx=repr(float(i[0, 0])), ixy=repr(float(i[0, 1])), ixz=repr(float(i[0, 2])),
+        iyy=repr(float(i[1, 1])), iyz=repr(float(i[1, 2])), izz=repr(float(i[2, 2])),
     )
 
 
