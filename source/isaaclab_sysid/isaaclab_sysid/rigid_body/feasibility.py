@@ -213,6 +213,7 @@ def reconstruct_standard(
     eps: float = 1e-6,
     mode: str = "auto",
     penalty_weight: float = 1e-3,
+    mass_upper_factor: float | None = None,
 ) -> Reconstruction:
     """Standard parameters with every pseudo-inertia >= eps I, consistent with ``pi_b``, nearest the prior.
 
@@ -224,6 +225,9 @@ def reconstruct_standard(
         eps: margin on each pseudo-inertia's eigenvalues (and on M(q)) [kg m^2 scale].
         mode: "exact" (K pi = pi_b), "penalized" (min Mahalanobis + penalty_weight x prior
             distance), or "auto" (exact, falling back to penalized when infeasible).
+        penalty_weight: weight of the prior distance in "penalized" mode.
+        mass_upper_factor: optional bound m_i <= factor x prior m_i (the UR10e
+            authors used 1.1); None leaves masses bounded only by feasibility.
     """
     prior = regressor.prior() if prior is None else np.asarray(prior, dtype=float)
     n_links = regressor.n_dof
@@ -244,6 +248,9 @@ def reconstruct_standard(
             ]
         )
         cons.append(J - eps * np.eye(4) >> 0)
+    if mass_upper_factor is not None:
+        for i in range(n_links):
+            cons.append(pi[10 * i] <= mass_upper_factor * prior[10 * i])
     for term in ("armature", "viscous", "coulomb"):
         if term in regressor.joint_terms:
             cons.append(pi[regressor.term_slice(term)] >= 0)

@@ -1,0 +1,137 @@
+"""Files: ``rb_params.json`` and the link-inertial override (``--nominal FILE``).
+
+Every file is written atomically: to a temporary file in the same folder, then
+``os.replace``. The override file holds, per link name, mass [kg], centre of
+mass (3,) [m] and inertia (3, 3) about the centre of mass [kg m^2] in the
+link frame, exactly what :class:`~isaaclab_sysid.robots.LinkInertial` holds and
+:meth:`Robot.with_inertials` consumes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from isaaclab_sysid.robots import LinkInertial
+
+NOMINAL_SCHEMA = "isaaclab_sysid.link_inertials/1"
+RB_PARAMS_SCHEMA = "isaaclab_sysid.rb_params/1"
+
+
+class NominalFileError(ValueError):
+    """The inertial override file is malformed (the message names the file and key)."""
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (np.floating, float)):
+        v = float(obj)
+        return v if np.isfinite(v) else None
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> Path:
+    """Write ``obj`` as indented JSON (numpy converted, non-finite -> null) atomically."""
+    return atomic_write_text(path, json.dumps(_jsonable(obj), indent=2, allow_nan=False) + "\n")
+
+
+def inertials_to_dict(inertials: dict[str, LinkInertial]) -> dict:
+    """The JSON body of an override file."""
+    return {
+        "schema": NOMINAL_SCHEMA,
+        "frame": "link frame; com [m] and inertia about the com [kg m^2]",
+        "links": {
+            name: {"mass": float(li.mass), "com": list(map(float, li.com)), "inertia": np.asarray(li.inertia).tolist()}
+            for name, li in inertials.items()
+        },
+    }
+
+
+def save_nominal(path: str | Path, inertials: dict[str, LinkInertial], meta: dict | None = None) -> Path:
+    """Write the link-inertial override file that ``load_nominal`` and ``--nominal`` read."""
+    body = inertials_to_dict(inertials)
+    if meta:
+        body["meta"] = meta
+    return atomic_write_json(path, body)
+
+
+def load_nominal(path: str | Path) -> dict[str, LinkInertial]:
+    """Read a link-inertial override file (or an ``rb_params.json``, using its ``link_inertials``).
+
+    Returns:
+        link name -> :class:`LinkInertial`, ready for ``Robot.with_inertials``.
+
+    Raises:
+        NominalFileError: naming the file and the offending key.
+    """
+    path = Path(path)
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NominalFileError(f"{path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise NominalFileError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}") from None
+    if isinstance(body, dict) and "link_inertials" in body and "links" not in body:
+        body = body["link_inertials"]
+    if not isinstance(body, dict) or not isinstance(body.get("links"), dict):
+        raise NominalFileError(f"{path}: expected an object with a 'links' mapping")
+    out = {}
+    for name, entry in body["links"].items():
+        where = f"{path}: links.{name}"
+        try:
+            mass = float(entry["mass"])
+            com = np.asarray(entry["com"], dtype=float)
+            inertia = np.asarray(entry["inertia"], dtype=float)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise NominalFileError(f"{where}: needs numeric 'mass', 'com' (3) and 'inertia' (3x3): {exc}") from None
+        if not (np.isfinite(mass) and mass > 0):
+            raise NominalFileError(f"{where}.mass: must be positive and finite, got {mass}")
+        if com.shape != (3,) or not np.all(np.isfinite(com)):
+            raise NominalFileError(f"{where}.com: must be 3 finite numbers, got shape {com.shape}")
+        if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+            raise NominalFileError(f"{where}.inertia: must be a finite 3x3 matrix, got shape {inertia.shape}")
+        if not np.allclose(inertia, inertia.T, atol=1e-9 * max(1.0, np.abs(inertia).max())):
+            raise NominalFileError(f"{where}.inertia: not symmetric")
+        ev = np.linalg.eigvalsh(inertia)
+        if ev[0] <= 0 or ev[2] > ev[0] + ev[1] + 1e-12 * ev[2]:
+            raise NominalFileError(f"{where}.inertia: not physical (eigenvalues {ev.tolist()} violate PD/triangle)")
+        out[str(name)] = LinkInertial(mass=mass, com=com, inertia=inertia)
+    return out
+
+
+def write_rb_params(path: str | Path, payload: dict) -> Path:
+    """Write ``rb_params.json`` (schema tag added) atomically."""
+    return atomic_write_json(path, {"schema": RB_PARAMS_SCHEMA, **payload})

@@ -1,0 +1,246 @@
+"""The rigid-body pipeline end to end (what ``scripts/identify_rigid_body.py`` runs).
+
+identification logs -> preprocess -> regressor -> base parameters -> LS ->
+all-pose audit -> SDP reconstruction -> audit of the reconstruction ->
+held-out prediction -> ``rb_params.json``, ``nominal_inertials.json``, report.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from isaaclab_sysid.rigid_body.base_params import BaseParameters, compute_base_parameters
+from isaaclab_sysid.rigid_body.estimate import LSResult, estimate
+from isaaclab_sysid.rigid_body.feasibility import (
+    AuditResult,
+    Reconstruction,
+    audit_mass_matrix,
+    default_domain,
+    reconstruct_standard,
+)
+from isaaclab_sysid.rigid_body.io import save_nominal, write_rb_params
+from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions, Processed, preprocess
+from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
+from isaaclab_sysid.rigid_body.report import markdown_table, plot_run, rmse_per_joint, write_report
+from isaaclab_sysid.rigid_body.ur10e_data import PublishedParameters, load_ur10e_csv
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """Choices of one identification.
+
+    Attributes:
+        method: "ols", "wls", "tls" ("iv" needs an instrument: use the API).
+        base_samples, base_seed: random samples and seed of the base-parameter QR.
+        audit_grid, audit_uniform, audit_dense, audit_seeds: the all-pose audit's pose set.
+        sdp_eps: pseudo-inertia margin; sdp_mode: "auto", "exact", "penalized".
+        mass_upper_factor: optional SDP bound m <= factor x URDF mass.
+        plots: write a PNG per held-out run.
+    """
+
+    method: str = "ols"
+    base_samples: int = 300
+    base_seed: int = 0
+    audit_grid: int = 3
+    audit_uniform: int = 2000
+    audit_dense: int = 1000
+    audit_seeds: tuple[int, ...] = (0, 1, 2)
+    sdp_eps: float = 1e-6
+    sdp_mode: str = "auto"
+    mass_upper_factor: float | None = None
+    plots: bool = True
+
+
+@dataclass
+class PipelineResult:
+    """Everything the pipeline produced (arrays, not files)."""
+
+    base: BaseParameters
+    fit: LSResult
+    audit_ls: AuditResult
+    reconstruction: Reconstruction
+    audit_reconstructed: AuditResult
+    validation_rmse: dict[str, dict[str, np.ndarray]]
+    pooled_rmse: dict[str, np.ndarray]
+    timing_s: dict[str, float] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def load_ur10e_processed(path: Path, options: PreprocessOptions) -> Processed:
+    """Load one UR10e CSV and preprocess it; the motor current is the signal ``"current"``.
+
+    The logged velocity is used (exactly zero at rest on the UR controller, which
+    keeps the Coulomb column at zero there).
+    """
+    log = load_ur10e_csv(path)
+    return preprocess(log.t, log.q, {"current": log.current}, options, source=str(path), velocity=log.qd)
+
+
+def _stack(reg: Regressor, base: BaseParameters, runs: list[Processed], signal: str, gains):
+    W = np.vstack([base.columns(reg.matrix(p.q, p.qd, p.qdd, gains)) for p in runs])
+    y = np.concatenate([p.signals[signal].ravel() for p in runs])
+    return W, y
+
+
+def published_standard_vector(reg: Regressor, pub: PublishedParameters) -> np.ndarray:
+    """(P,) the UR10e authors' parameters on this regressor's columns (needs all four joint terms)."""
+    if reg.joint_terms != ("armature", "viscous", "coulomb", "offset"):
+        raise ValueError("the published UR10e model needs armature, viscous, coulomb and offset columns")
+    f = pub.friction
+    return np.concatenate([pub.pinocchio_pi().ravel(), pub.rotor_inertia, f[:, 0], f[:, 1], f[:, 2]])
+
+
+def run_pipeline(
+    reg: Regressor,
+    ident: list[Processed],
+    valid: dict[str, Processed],
+    out_dir: str | Path,
+    signal: str = "current",
+    gains: np.ndarray | None = None,
+    unit: str = "A",
+    options: PipelineOptions | None = None,
+    reference: dict[str, np.ndarray] | None = None,
+) -> PipelineResult:
+    """Identify on ``ident``, predict ``valid``, audit, reconstruct, write files into ``out_dir``.
+
+    Args:
+        reg: the regressor (robot + joint terms).
+        ident: preprocessed identification runs; valid: name -> held-out runs.
+        signal: name of the output signal in each :class:`Processed`.
+        gains: (N,) drive gains [N m / A] when the output is current; None for torque.
+        unit: output unit for the report.
+        reference: name -> (P,) other standard parameter sets to compare (e.g. published).
+    """
+    opt = options or PipelineOptions()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    timing: dict[str, float] = {}
+    t0 = time.perf_counter()
+    base = compute_base_parameters(reg, opt.base_samples, opt.base_seed)
+    timing["base_parameters"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    W, y = _stack(reg, base, ident, signal, gains)
+    timing["regressor"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    fit = estimate(W, y, reg.n_dof, opt.method)
+    timing["estimate"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    domain = default_domain(reg)
+    akw = dict(
+        domain=domain,
+        grid_points=opt.audit_grid,
+        n_uniform=opt.audit_uniform,
+        n_dense=opt.audit_dense,
+        seeds=opt.audit_seeds,
+    )
+    audit_ls = audit_mass_matrix(reg, base.to_standard(fit.theta), **akw)
+    timing["audit_ls"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rec = reconstruct_standard(
+        reg, base, fit.theta, fit.cov, eps=opt.sdp_eps, mode=opt.sdp_mode, mass_upper_factor=opt.mass_upper_factor
+    )
+    timing["sdp"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    audit_rec = audit_mass_matrix(reg, rec.pi, **akw)
+    timing["audit_reconstructed"] = time.perf_counter() - t0
+
+    # ----- held-out prediction
+    t0 = time.perf_counter()
+    models: dict[str, np.ndarray] = {"LS (base)": base.to_standard(fit.theta), "SDP (standard)": rec.pi}
+    for name, pi in (reference or {}).items():
+        models[name] = np.asarray(pi, dtype=float)
+    table: dict[str, dict[str, np.ndarray]] = {}
+    sq: dict[str, list[np.ndarray]] = {m: [] for m in models}
+    pngs = []
+    for run_name, p in valid.items():
+        Wv = reg.matrix(p.q, p.qd, p.qdd, gains)
+        meas = p.signals[signal]
+        preds = {m: (Wv @ pi).reshape(-1, reg.n_dof) for m, pi in models.items()}
+        table[run_name] = {m: rmse_per_joint(meas, pr) for m, pr in preds.items()}
+        for m, pr in preds.items():
+            sq[m].append((meas - pr) ** 2)
+        if opt.plots:
+            png = out / "plots" / f"{Path(run_name).stem}.png"
+            plot_run(png, p.t, meas, preds, reg.robot.joint_names, unit, f"held-out {run_name}: measured vs predicted")
+            pngs.append(str(png.relative_to(out)))
+    pooled = {m: np.sqrt(np.mean(np.vstack(v), axis=0)) for m, v in sq.items() if v}
+    timing["validation"] = time.perf_counter() - t0
+
+    # ----- files
+    inertials = reg.link_inertials(rec.pi)
+    nominal_path = save_nominal(out / "nominal_inertials.json", inertials, meta={"source": "rigid_body SDP"})
+    payload = {
+        "robot": reg.robot.name,
+        "output": {"signal": signal, "unit": unit, "drive_gains": gains},
+        "regressor": {"param_names": reg.param_names, "options": asdict(reg.options)},
+        "preprocessing": [p.record for p in ident],
+        "base_parameters": {
+            "n_base": base.rank,
+            "n_standard": len(base.param_names),
+            "names": base.names(),
+            "groups": base.groups(),
+            "unidentifiable": base.unidentifiable(),
+            "qr": {"n_samples": base.n_samples, "seed": base.seed, "tol": base.tol},
+        },
+        "estimate": {**fit.summary(), "names": base.names()},
+        "audit_ls": audit_ls.summary(),
+        "reconstruction": {
+            "mode": rec.mode,
+            "status": rec.status,
+            "solver": rec.solver,
+            "eps": opt.sdp_eps,
+            "base_mahalanobis": rec.base_mahalanobis,
+            "base_max_abs_error": rec.base_max_abs_error,
+            "link_min_pseudo_inertia_eig": rec.link_min_eig,
+            "prior_distance": rec.prior_distance,
+            "standard": dict(zip(reg.param_names, rec.pi.tolist())),
+        },
+        "audit_reconstructed": audit_rec.summary(),
+        "link_inertials": {"links": {k: v for k, v in _inertials_json(inertials).items()}},
+        "validation": {
+            "rmse_per_run": table,
+            "rmse_pooled": pooled,
+            "joint_names": reg.robot.joint_names,
+        },
+        "timing_s": timing,
+    }
+    rb_path = write_rb_params(out / "rb_params.json", payload)
+    sections = [
+        f"# Rigid-body identification report: {reg.robot.name}",
+        f"- base parameters: {base.rank} of {len(base.param_names)} standard; method {fit.method}; "
+        f"condition number {fit.cond:.1f}; residual RMS per joint [{unit}]: "
+        + ", ".join(f"{v:.3f}" for v in fit.sigma_joint),
+        f"- all-pose audit of the LS estimate: {'PASS' if audit_ls.passed else 'FAIL'} "
+        f"({audit_ls.n_violations} of {audit_ls.n_poses} poses violate; min eigenvalue {audit_ls.min_eig:.4g}; "
+        f"seeds {audit_ls.seeds})",
+        f"- SDP reconstruction: mode {rec.mode} ({rec.status}, {rec.solver}); Mahalanobis distance to the LS base "
+        f"parameters {rec.base_mahalanobis:.1f} (b = {base.rank}); audit "
+        f"{'PASS' if audit_rec.passed else 'FAIL'} (min eigenvalue {audit_rec.min_eig:.4g})",
+        "## Held-out prediction, pooled over all runs\n\n"
+        + markdown_table({"all held-out": pooled}, reg.robot.joint_names, unit),
+        "## Per run\n\n" + markdown_table(table, reg.robot.joint_names, unit),
+        "## Plots\n\n" + "\n".join(f"![{p}]({p})" for p in pngs),
+    ]
+    md = write_report(out / "report.md", sections)
+    return PipelineResult(
+        base=base,
+        fit=fit,
+        audit_ls=audit_ls,
+        reconstruction=rec,
+        audit_reconstructed=audit_rec,
+        validation_rmse=table,
+        pooled_rmse=pooled,
+        timing_s=timing,
+        files={"rb_params": str(rb_path), "nominal": str(nominal_path), "report": str(md)},
+    )
+
+
+def _inertials_json(inertials) -> dict:
+    return {
+        k: {"mass": float(v.mass), "com": np.asarray(v.com).tolist(), "inertia": np.asarray(v.inertia).tolist()}
+        for k, v in inertials.items()
+    }
