@@ -1,0 +1,298 @@
+"""The MuJoCo (CPU) replay backend: one native replay loop per (candidate, run), all cores.
+
+See docs/replay.md for the semantics. Each worker thread owns a private copy of
+the compiled model and an ``mjData``; a job writes its candidate's armature,
+friction and viscous damping into that copy, recomputes the model constants
+(``mj_setConst``, exactly what compilation does) and replays one run in C
+(``native/replay.c``) with the GIL released. Results therefore do not depend on
+which thread, batch or chunk a candidate runs in.
+"""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.robots.overrides import JointOverrides
+from isaaclab_sysid.robots.robot import EE_NAME, PHYSICS_DT, Robot
+from isaaclab_sysid.sim import native_lib
+from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions, RunRollout, check_supported
+from isaaclab_sysid.sim.schedule import CONTROLLER_IDS, RunSchedule, schedule_of
+
+GRAVITY = 9.81
+
+
+@dataclass(frozen=True)
+class StribeckFriction:
+    """A friction model the fit does not have (used by the twin): per joint, the
+    friction torque is ``Fc + (Fs - Fc) exp(-(v / vs)^2)`` (a MuJoCo frictionloss
+    updated every physics step from the joint velocity), so the arm sticks below
+    the static level ``Fs`` and slides at the Coulomb level ``Fc`` (the candidate's
+    ``friction``).
+
+    Attributes:
+        static: (N,) static friction Fs [N m] (>= Coulomb).
+        velocity: (N,) Stribeck velocity vs [rad/s] (> 0).
+    """
+
+    static: np.ndarray
+    velocity: np.ndarray
+
+
+def _ptr(a: np.ndarray | None):
+    if a is None:
+        return None
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+
+
+def _iptr(a: np.ndarray):
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+
+
+class MujocoBackend:
+    """Replay backend on MuJoCo (CPU), implementing :class:`~isaaclab_sysid.sim.interface.ReplayBackend`.
+
+    Args:
+        robot: the arm (its current link inertials are used).
+        options: replay semantics knobs.
+        nominal: joint properties used for a group a batch leaves None (default: zeros).
+        chunk_size: candidates replayed per chunk (bounds in-flight work).
+        n_threads: worker threads (default: all cores).
+        stribeck: optional Stribeck/static friction on top of the Coulomb ``friction``
+            (the twin's friction model; the fit's parameter space does not have it).
+        substeps: physics steps per 1 ms control tick (finer integrator; the twin's).
+    """
+
+    name = "mujoco"
+    supported_groups = frozenset({"armature", "friction", "viscous", "delay"})
+
+    def __init__(
+        self,
+        robot: Robot,
+        options: ReplayOptions | None = None,
+        *,
+        nominal: JointOverrides | None = None,
+        chunk_size: int = 64,
+        n_threads: int | None = None,
+        stribeck: StribeckFriction | None = None,
+        substeps: int = 1,
+    ) -> None:
+        self.robot = robot
+        self.options = options or ReplayOptions()
+        self.chunk_size = int(chunk_size)
+        self.n_threads = int(n_threads or os.cpu_count() or 1)
+        self.substeps = int(substeps)
+        if self.chunk_size < 1 or self.substeps < 1:
+            raise ValueError("chunk_size and substeps must be >= 1")
+        if self.options.warmup_ticks < 0:
+            raise ValueError("warmup_ticks must be >= 0")
+        self._lib = native_lib.load()
+        self._model = robot.build_mujoco(nominal, gravity=False)
+        m = self._model
+        if m.nq != m.nv or np.any(m.jnt_type != mujoco.mjtJoint.mjJNT_HINGE):
+            raise ValueError("the MuJoCo backend supports arms of hinge joints only")
+        if abs(m.opt.timestep - PHYSICS_DT) > 1e-15:
+            raise ValueError(f"robot model timestep {m.opt.timestep} != {PHYSICS_DT}")
+        self.n_dof = m.nv
+        self._site = m.site(EE_NAME).id
+        self._nominal = {
+            "armature": np.array(m.dof_armature, dtype=np.float64),
+            "friction": np.array(m.dof_frictionloss, dtype=np.float64),
+            "viscous": np.array(m.dof_damping, dtype=np.float64),
+        }
+        self._tau_max = np.ascontiguousarray(robot.tau_max, dtype=np.float64)
+        rate = robot.config.torque_rate_limit
+        self._slew = np.ascontiguousarray(
+            np.full(self.n_dof, np.inf) if rate is None else np.asarray(rate, dtype=np.float64) * PHYSICS_DT
+        )
+        if self.options.slew_limit and rate is None:
+            raise ValueError(f"slew_limit requested but robot '{robot.name}' has no torque_rate_limit")
+        self._stribeck = None
+        if stribeck is not None:
+            fs = np.ascontiguousarray(stribeck.static, dtype=np.float64)
+            vs = np.ascontiguousarray(stribeck.velocity, dtype=np.float64)
+            if fs.shape != (self.n_dof,) or vs.shape != (self.n_dof,) or np.any(vs <= 0) or np.any(fs < 0):
+                raise ValueError("stribeck: static (N,) >= 0 and velocity (N,) > 0 required")
+            self._stribeck = (fs, vs)
+        self._local = threading.local()
+        self._pool: ThreadPoolExecutor | None = None
+
+    # ------------------------------------------------------------ plumbing
+    def _worker(self) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        loc = self._local
+        if not hasattr(loc, "model"):
+            loc.model = copy.copy(self._model)
+            loc.data = mujoco.MjData(loc.model)
+        return loc.model, loc.data
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.n_threads, thread_name_prefix="sysid-replay")
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the worker threads."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def gravity_for(self, sched: RunSchedule) -> bool:
+        """Whether a run is replayed with gravity (options, else the run's meta)."""
+        if self.options.gravity is not None:
+            return bool(self.options.gravity)
+        return not sched.gravity_compensated
+
+    def _params(self, batch: CandidateBatch) -> dict[str, np.ndarray]:
+        p_count = batch.size
+        out: dict[str, np.ndarray] = {}
+        for g in ("armature", "friction", "viscous"):
+            val = getattr(batch, g)
+            if val is None:
+                arr = np.tile(self._nominal[g], (p_count, 1))
+            else:
+                arr = np.asarray(val, dtype=np.float64)
+                if arr.shape != (p_count, self.n_dof):
+                    raise ValueError(f"CandidateBatch.{g} must have shape ({p_count}, {self.n_dof}), got {arr.shape}")
+                if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+                    raise ValueError(f"CandidateBatch.{g} must be finite and >= 0")
+            out[g] = np.ascontiguousarray(arr)
+        if batch.delay is None:
+            out["delay"] = np.zeros(p_count, dtype=np.int64)
+        else:
+            dl = np.asarray(batch.delay)
+            if dl.shape != (p_count,):
+                raise ValueError(f"CandidateBatch.delay must have shape ({p_count},), got {dl.shape}")
+            if not np.all(np.isfinite(dl)) or np.any(dl < 0) or np.any(np.round(dl) != dl):
+                raise ValueError("CandidateBatch.delay must hold non-negative integers (ticks)")
+            out["delay"] = dl.astype(np.int64)
+        return out
+
+    # -------------------------------------------------------------- rollout
+    def rollout(
+        self,
+        batch: CandidateBatch,
+        runs: Sequence[Run],
+        *,
+        disturbance: Sequence[np.ndarray | None] | None = None,
+        with_command: bool = False,
+    ) -> list[RunRollout]:
+        """Replay every run for every candidate (see :class:`ReplayBackend`).
+
+        Args:
+            batch: P candidates; groups left None take the nominal values.
+            runs: the runs; one :class:`RunRollout` per run, in order.
+            disturbance: per run, an optional (W + last_tick, N) torque added to the
+                applied torque every tick (the twin's actuator noise).
+            with_command: also return the controller's torque before delay, slew
+                and clamp as ``extra["tau_cmd"]``.
+
+        Raises:
+            UnsupportedParameterError: a group the MuJoCo backend cannot represent.
+        """
+        check_supported(batch, self.supported_groups, self.name)
+        params = self._params(batch)
+        p_count = batch.size
+        scheds = [schedule_of(r, self.n_dof) for r in runs]
+        n = self.n_dof
+        outs: list[RunRollout] = []
+        for s in scheds:
+            t = s.n_samples
+            extra = {"tau_cmd": np.empty((p_count, t, n))} if with_command else {}
+            outs.append(
+                RunRollout(
+                    q=np.empty((p_count, t, n)),
+                    dq=np.empty((p_count, t, n)),
+                    ee_pos=np.empty((p_count, t, 3)),
+                    ee_quat=np.empty((p_count, t, 4)),
+                    tau=np.empty((p_count, t, n)),
+                    diverged=np.zeros(p_count, dtype=bool),
+                    extra=extra,
+                )
+            )
+        dists: list[np.ndarray | None] = []
+        for i, s in enumerate(scheds):
+            w = None if disturbance is None else disturbance[i]
+            if w is not None:
+                w = np.ascontiguousarray(w, dtype=np.float64)
+                need = self.options.warmup_ticks + s.last_tick
+                if w.ndim != 2 or w.shape[1] != n or w.shape[0] < need:
+                    raise ValueError(f"disturbance for run '{s.name}' must be ({need}, {n})")
+            dists.append(w)
+
+        jobs = [(p, r) for p in range(p_count) for r in range(len(scheds))]
+        pool = self._executor()
+        for start in range(0, p_count, self.chunk_size):
+            chunk = [(p, r) for (p, r) in jobs if start <= p < start + self.chunk_size]
+            futures = [pool.submit(self._run_job, scheds[r], dists[r], params, p, outs[r]) for (p, r) in chunk]
+            for f in futures:
+                f.result()
+        return outs
+
+    def _run_job(self, s: RunSchedule, dist: np.ndarray | None, params: dict, p: int, out: RunRollout) -> None:
+        model, data = self._worker()
+        law = s.law
+        gravity = self.gravity_for(s)
+        keep = []  # keep every array referenced by the job alive until the call returns
+        job = native_lib.ReplayJob()
+        job.warmup = self.options.warmup_ticks
+        job.n_setpoints = s.sp_ticks.shape[0]
+        job.sp_dim = s.sp_values.shape[1]
+        job.n_samples = s.n_samples
+        job.sp_tick = _iptr(s.sp_ticks)
+        job.sp_val = _ptr(s.sp_values)
+        job.sample_tick = _iptr(s.sample_ticks)
+        job.controller = CONTROLLER_IDS[s.controller]
+        job.site_id = self._site
+        job.coriolis = int(bool(law.coriolis_compensation))
+        if law.orientation_error not in ("quat", "rotvec"):
+            raise ValueError(f"run '{s.name}': unknown orientation_error '{law.orientation_error}'")
+        job.orient_rotvec = int(law.orientation_error == "rotvec")
+        job.kp = _ptr(s.kp)
+        job.kd = _ptr(s.kd)
+        job.max_pos_err = float(law.max_position_error) if law.max_position_error else 0.0
+        job.max_ori_err = float(law.max_orientation_error) if law.max_orientation_error else 0.0
+        job.ns_stiffness = float(law.nullspace_stiffness or 0.0)
+        job.q_rest = _ptr(s.q_rest)
+        job.delay = int(params["delay"][p])
+        job.clamp = int(bool(self.options.torque_clamp))
+        job.slew = int(bool(self.options.slew_limit))
+        job.substeps = self.substeps
+        job.tau_max = _ptr(self._tau_max)
+        job.slew_per_tick = _ptr(self._slew)
+        job.disturbance = _ptr(dist)
+        for g in ("armature", "friction", "viscous"):
+            row = params[g][p]
+            keep.append(row)
+            setattr(job, g, _ptr(row))
+        if self._stribeck is not None:
+            job.fric_static = _ptr(self._stribeck[0])
+            job.stribeck_vel = _ptr(self._stribeck[1])
+        job.gravity = GRAVITY if gravity else 0.0
+        job.max_qvel = float(self.options.max_joint_velocity)
+        job.q_init = _ptr(s.q_init)
+        job.out_q = _ptr(out.q[p])
+        job.out_dq = _ptr(out.dq[p])
+        job.out_pos = _ptr(out.ee_pos[p])
+        job.out_quat = _ptr(out.ee_quat[p])
+        job.out_tau = _ptr(out.tau[p])
+        job.out_tau_cmd = _ptr(out.extra["tau_cmd"][p]) if "tau_cmd" in out.extra else None
+        rc = self._lib.sysid_replay(ctypes.c_void_p(model._address), ctypes.c_void_p(data._address), ctypes.byref(job))
+        if rc < 0:
+            raise RuntimeError(f"native replay refused run '{s.name}' (code {rc})")
+        if rc == 1:
+            out.diverged[p] = True
