@@ -1,0 +1,99 @@
+"""Report plots (PNG): convergence, real vs sim per joint and EE, per-joint RMS baseline vs fitted."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from isaaclab_sysid.data.run import Run  # noqa: E402
+from isaaclab_sysid.utils.atomic import atomic_path  # noqa: E402
+
+
+def _save(fig, path: Path) -> Path:
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=90, format="png")
+    plt.close(fig)
+    return path
+
+
+def plot_convergence(history: Sequence, run_names: Sequence[str], path: str | Path) -> Path:
+    """Best, median and best-so-far loss per generation, and each run's w*L of the generation's best."""
+    it = np.array([h.iteration for h in history])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    ax = axes[0]
+    ax.semilogy(it, [h.median for h in history], label="median")
+    ax.semilogy(it, [h.best for h in history], label="generation best")
+    ax.semilogy(it, [h.best_ever for h in history], "k--", label="best so far")
+    ax.set_xlabel("generation")
+    ax.set_ylabel("loss")
+    ax.legend()
+    ax.grid(True, which="both", alpha=0.3)
+    ax = axes[1]
+    contrib = np.array([h.contrib_best for h in history])
+    for r, name in enumerate(run_names):
+        ax.semilogy(it, contrib[:, r], label=name)
+    ax.set_xlabel("generation")
+    ax.set_ylabel("w*L of the generation's best")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_run(run: Run, q_sets: dict[str, np.ndarray], ee_sets: dict[str, np.ndarray], path: str | Path,
+             joint_names: Sequence[str] | None = None) -> Path:
+    """Real vs simulated joint positions (one panel per joint) and EE position (x, y, z)."""
+    n = run.n_dof
+    jn = list(joint_names or [f"j{i + 1}" for i in range(n)])
+    panels = n + 3
+    cols = 3
+    rows = int(np.ceil(panels / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(13, 2.3 * rows), sharex=True)
+    axes = axes.ravel()
+    t = run.t - run.t[0]
+    for j in range(n):
+        ax = axes[j]
+        ax.plot(t, run.q[:, j], "k", lw=1.2, label="real")
+        for label, q in q_sets.items():
+            ax.plot(t, q[:, j], lw=0.9, label=label)
+        ax.set_title(f"{jn[j]} q [rad]", fontsize=9)
+    for k, c in enumerate("xyz"):
+        ax = axes[n + k]
+        ax.plot(t, run.ee_pos[:, k], "k", lw=1.2, label="real")
+        for label, x in ee_sets.items():
+            ax.plot(t, x[:, k], lw=0.9, label=label)
+        ax.set_title(f"EE {c} [m]", fontsize=9)
+    for ax in axes[panels:]:
+        ax.axis("off")
+    axes[0].legend(fontsize=7)
+    for ax in axes[max(0, panels - cols):panels]:
+        ax.set_xlabel("t [s]")
+    fig.suptitle(f"{run.name}: real vs sim")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_rms_bars(result, path: str | Path, joint_names: Sequence[str] | None = None) -> Path:
+    """Per-joint position RMS [mrad], baseline vs fitted, one panel per run."""
+    R = len(result.runs)
+    fig, axes = plt.subplots(1, R, figsize=(4.5 * R + 1, 3.5), squeeze=False)
+    for r, name in enumerate(result.runs):
+        ax = axes[0, r]
+        b = np.array(result.baseline[r].q_rms_mrad)
+        f = np.array(result.fitted[r].q_rms_mrad)
+        x = np.arange(len(b))
+        ax.bar(x - 0.2, b, 0.4, label="nominal")
+        ax.bar(x + 0.2, f, 0.4, label="fitted")
+        ax.set_xticks(x, list(joint_names or [f"j{i + 1}" for i in x]), fontsize=8)
+        ax.set_ylabel("q RMS [mrad]")
+        ax.set_title(name, fontsize=9)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -1,0 +1,73 @@
+"""Atomic checkpoints that resume a fit exactly.
+
+``checkpoint_<iter>.json`` holds the best parameters so far (readable by
+``--eval_params``) and ``resume_state``: the pickled :class:`FitState` (the
+``CMAEvolutionStrategy`` with its RNG, numpy's global RNG state, the best-so-far
+and the history), base64-encoded. Each file is written atomically, so a fit
+killed at any moment leaves only complete checkpoints; resuming from the newest
+one repeats the generations after it exactly as the uninterrupted fit ran them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+import re
+from pathlib import Path
+
+from isaaclab_sysid.fit.optimizer import CmaesFit, FitState
+from isaaclab_sysid.utils.atomic import atomic_write_json
+
+CHECKPOINT_RE = re.compile(r"^checkpoint_(\d+)\.json$")
+FORMAT_VERSION = 1
+
+
+def checkpoint_path(log_dir: str | Path, iteration: int) -> Path:
+    return Path(log_dir) / f"checkpoint_{iteration}.json"
+
+
+def save_checkpoint(fit: CmaesFit, log_dir: str | Path) -> Path:
+    """Write ``checkpoint_<iter>.json`` atomically; returns its path."""
+    path = checkpoint_path(log_dir, fit.state.iteration)
+    payload = fit.result()
+    payload = {
+        "format": "isaaclab_sysid.checkpoint",
+        "format_version": FORMAT_VERSION,
+        "iteration": fit.state.iteration,
+        **payload,
+        "resume_state": base64.b64encode(pickle.dumps(fit.state, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii"),
+    }
+    atomic_write_json(path, payload)
+    return path
+
+
+def list_checkpoints(log_dir: str | Path) -> list[tuple[int, Path]]:
+    """All ``checkpoint_<iter>.json`` in ``log_dir``, sorted by iteration."""
+    out = []
+    for p in Path(log_dir).glob("checkpoint_*.json"):
+        m = CHECKPOINT_RE.match(p.name)
+        if m:
+            out.append((int(m.group(1)), p))
+    return sorted(out)
+
+
+def load_state(path: str | Path) -> FitState:
+    """The :class:`FitState` stored in a checkpoint."""
+    d = json.loads(Path(path).read_text(encoding="utf-8"))
+    if "resume_state" not in d:
+        raise ValueError(f"{path}: not a resumable checkpoint (no resume_state)")
+    state = pickle.loads(base64.b64decode(d["resume_state"]))
+    if not isinstance(state, FitState):
+        raise ValueError(f"{path}: resume_state is not a FitState")
+    return state
+
+
+def latest_state(log_dir: str | Path) -> tuple[FitState | None, Path | None]:
+    """The newest readable checkpoint's state (None if there is none)."""
+    for _, p in reversed(list_checkpoints(log_dir)):
+        try:
+            return load_state(p), p
+        except (ValueError, OSError, pickle.UnpicklingError, EOFError, json.JSONDecodeError):
+            continue
+    return None, None

@@ -1,0 +1,119 @@
+"""Fit outputs, all written atomically: config.json, progress.csv, sysid_best_params.json."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import platform
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from isaaclab_sysid.fit.optimizer import GenerationRecord
+from isaaclab_sysid.paths import REPO_ROOT
+from isaaclab_sysid.utils.atomic import atomic_write_json, atomic_write_text
+
+CONFIG_FILE = "config.json"
+PROGRESS_FILE = "progress.csv"
+RESULT_FILE = "sysid_best_params.json"
+_PACKAGES = ("isaaclab_sysid", "numpy", "cma", "mujoco", "pin", "pandas", "tyro", "matplotlib", "isaaclab", "wandb")
+
+
+def new_run_dir(log_root: str | Path, now: datetime | None = None) -> Path:
+    """A fresh ``<log_root>/<YYYY-mm-dd_HH-MM-SS>`` folder (a suffix keeps it unique)."""
+    stamp = (now or datetime.now()).strftime("%Y-%m-%d_%H-%M-%S")
+    root = Path(log_root)
+    path = root / stamp
+    k = 1
+    while path.exists():
+        path = root / f"{stamp}_{k}"
+        k += 1
+    path.mkdir(parents=True)
+    return path
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_revision(root: Path = REPO_ROOT) -> dict[str, Any]:
+    """The checkout's commit and whether it has uncommitted changes (None outside git)."""
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    if rev.returncode != 0:
+        return {"commit": None, "dirty": None}
+    return {"commit": rev.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+
+
+def write_config(run_dir: str | Path, args: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> Path:
+    """``config.json``: every argument, package versions, git revision, Python, platform."""
+    path = Path(run_dir) / CONFIG_FILE
+    obj = {
+        "args": _jsonable(dict(args)),
+        "packages": package_versions(),
+        "git": git_revision(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "command": sys.argv,
+        "created": datetime.now().isoformat(timespec="seconds"),
+    }
+    if extra:
+        obj.update(_jsonable(dict(extra)))
+    atomic_write_json(path, obj)
+    return path
+
+
+def read_config(run_dir: str | Path) -> dict:
+    return json.loads((Path(run_dir) / CONFIG_FILE).read_text(encoding="utf-8"))
+
+
+def write_progress(run_dir: str | Path, history: Sequence[GenerationRecord], run_names: Sequence[str]) -> Path:
+    """``progress.csv``: one row per generation (rewritten whole, atomically)."""
+    path = Path(run_dir) / PROGRESS_FILE
+    buf = io.StringIO()
+    rows = [h.to_row(run_names) for h in history]
+    fields = list(rows[0].keys()) if rows else ["iteration"]
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    atomic_write_text(path, buf.getvalue())
+    return path
+
+
+def write_result(run_dir: str | Path, result: Mapping[str, Any]) -> Path:
+    path = Path(run_dir) / RESULT_FILE
+    atomic_write_json(path, _jsonable(dict(result)))
+    return path
+
+
+def _jsonable(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
