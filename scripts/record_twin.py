@@ -1,0 +1,82 @@
+"""Record simulated-twin runs in the real run format from a true-parameter JSON.
+
+Examples:
+    # the bundled demo runs (data/real_runs/)
+    python scripts/record_twin.py --demo
+    # one run on a generated target
+    python scripts/record_twin.py --params configs/twin/franka_demo.json --waveform chirp --duration 8 \\
+        --kp-trans 200 --kp-rot 20 --out logs/twin --name my_chirp
+    # the same setpoints, gains and q_init as a recorded run
+    python scripts/record_twin.py --target-run data/real_runs/twin_chirp_low_fit.csv --out logs/twin
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import tyro
+
+from isaaclab_sysid.data import read_run, write_run
+from isaaclab_sysid.paths import REPO_ROOT
+from isaaclab_sysid.robots import load_robot
+from isaaclab_sysid.twin.demo import demo_targets, task_target
+from isaaclab_sysid.twin.params import TwinNoise, load_twin_params
+from isaaclab_sysid.twin.recorder import record_twin
+
+
+@dataclass
+class Args:
+    params: Path = REPO_ROOT / "configs" / "twin" / "franka_demo.json"
+    """true-parameter JSON (configs/twin/*.json)"""
+    out: Path = REPO_ROOT / "logs" / "twin"
+    """output folder (CSV + sidecar JSON per run)"""
+    demo: bool = False
+    """write the bundled demo runs to data/real_runs/ (ignores the target options)"""
+    target_run: Path | None = None
+    """take controller, gains, q_init and setpoints from this run (CSV with sidecar)"""
+    waveform: Literal["multiband", "chirp"] = "multiband"
+    """generated task-space target, when no --target-run"""
+    duration: float = 12.0
+    """generated target duration [s]"""
+    kp_trans: float = 200.0
+    """translational stiffness [N/m] (kd = 2 sqrt(kp))"""
+    kp_rot: float = 20.0
+    """rotational stiffness [N m/rad]"""
+    target_seed: int = 0
+    """seed of the generated target's tones"""
+    name: str | None = None
+    """run name (file stem)"""
+    seed: int = 0
+    """noise seed: the same seed gives the same twin"""
+    log_1khz: bool = False
+    """log every controller tick (setpoints stamped) instead of one row per setpoint"""
+    no_noise: bool = False
+    """switch every noise knob off (states fresh, no quantization)"""
+
+
+def main(args: Args) -> None:
+    params = load_twin_params(args.params)
+    if args.no_noise:
+        params = params.with_noise(TwinNoise())
+    robot = load_robot(params.robot)
+    if args.demo:
+        out = REPO_ROOT / "data" / "real_runs"
+        targets = demo_targets(robot)
+    else:
+        out = args.out
+        if args.target_run is not None:
+            targets = [read_run(args.target_run)]
+        else:
+            targets = [task_target(robot, args.waveform, args.duration, args.kp_trans, args.kp_rot, args.target_seed)]
+    for i, target in enumerate(targets):
+        name = args.name if (args.name and len(targets) == 1) else target.name
+        run = record_twin(robot, target, params, seed=args.seed + i, log_rate_hz=1000.0 if args.log_1khz else None,
+                          name=name)
+        csv, side = write_run(run, Path(out) / f"{name}.csv")
+        print(f"wrote {csv} ({run.n_samples} rows, {run.duration:.2f} s) and {side.name}")
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
