@@ -41,6 +41,9 @@ setup(
     python_requires=">=3.12,<3.13",
     package_dir={"": "source/isaaclab_sysid"},
     packages=find_packages("source/isaaclab_sysid"),
+    # the native replay loop is compiled with gcc at first use (sim/native_lib.py)
+    package_data={"isaaclab_sysid.sim": ["native/*.c", "native/*.h"]},
+    include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     zip_safe=False,
