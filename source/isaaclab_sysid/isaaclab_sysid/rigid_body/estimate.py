@@ -177,3 +177,25 @@ def estimate(
     if method == "tls":
         return total_least_squares(W, y, n_dof)
     raise ValueError(f"unknown method {method!r}; choose ols, wls, iv or tls")
+
+
+def ols_batch(W: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """OLS of many outputs against one regressor with a single QR (Monte-Carlo checks).
+
+    Args:
+        W: (M, p) regressor; Y: (M, D) D output vectors.
+
+    Returns:
+        thetas (D, p) and their standard deviations (D, p), each from its own residual variance.
+    """
+    W = np.asarray(W, dtype=float)
+    Y = np.asarray(Y, dtype=float)
+    if Y.ndim != 2 or Y.shape[0] != W.shape[0]:
+        raise ValueError(f"Y must be ({W.shape[0]}, D); got {Y.shape}")
+    Q, R = np.linalg.qr(W, mode="reduced")
+    thetas = scipy.linalg.solve_triangular(R, Q.T @ Y)
+    resid = Y - W @ thetas
+    sigma2 = np.sum(resid**2, axis=0) / (W.shape[0] - W.shape[1])
+    Rinv = scipy.linalg.solve_triangular(R, np.eye(R.shape[0]))
+    d = np.sum(Rinv**2, axis=1)
+    return thetas.T, np.sqrt(np.outer(sigma2, d))

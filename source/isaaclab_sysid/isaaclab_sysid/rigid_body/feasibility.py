@@ -256,8 +256,9 @@ def reconstruct_standard(
             cons.append(pi[regressor.term_slice(term)] >= 0)
     prior_term = cp.sum_squares(cp.multiply(1.0 / scale, pi - prior))
     # whitening of the base-parameter error: cov = L L^T -> ||L^-1 e||^2
-    L = np.linalg.cholesky(cov_b + 1e-15 * np.eye(cov_b.shape[0]) * np.trace(cov_b))
-    Linv = np.linalg.inv(L)
+    w, V = np.linalg.eigh(0.5 * (cov_b + cov_b.T))
+    floor = max(1e-12 * float(w.max()), 1e-300) if w.max() > 0 else 1.0
+    Linv = (V / np.sqrt(np.maximum(w, floor))).T
 
     def _solve(prob: cp.Problem) -> str:
         for solver in ("CLARABEL", "SCS"):
