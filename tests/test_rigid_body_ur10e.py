@@ -1,0 +1,91 @@
+"""Real UR10e validation: fit on identification_data, predict every validation_data file's currents."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from isaaclab_sysid.rigid_body.io import load_nominal
+from isaaclab_sysid.rigid_body.pipeline import (
+    PipelineOptions,
+    load_ur10e_processed,
+    published_standard_vector,
+    run_pipeline,
+)
+from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
+from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
+from isaaclab_sysid.rigid_body.ur10e_data import (
+    UR10eDataError,
+    is_fourier_unloaded,
+    list_runs,
+    load_published_parameters,
+    load_ur10e_csv,
+    ur10e_dir,
+)
+from isaaclab_sysid.robots import load_robot
+
+DATA = ur10e_dir()
+pytestmark = pytest.mark.skipif(
+    not (DATA / "identification_data").is_dir(),
+    reason=f"UR10e shared data not found at {DATA} (set ISAACLAB_SYSID_SHARED)",
+)
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ur10e")
+    pub = load_published_parameters(DATA / "UR10E_parameters.txt")
+    reg = Regressor(load_robot("ur10e"), RegressorOptions(coulomb_deadband=1e-3))
+    pre = PreprocessOptions(dt=0.02, cutoff_hz=4.0)
+    ident = [load_ur10e_processed(f, pre) for f in list_runs(DATA / "identification_data") if is_fourier_unloaded(f)]
+    valid = {f.name: load_ur10e_processed(f, pre) for f in list_runs(DATA / "validation_data")}
+    opt = PipelineOptions(audit_uniform=300, audit_dense=200, audit_seeds=(0, 1), plots=False)
+    ref = {"published": published_standard_vector(reg, pub)}
+    res = run_pipeline(reg, ident, valid, out, "current", pub.drive_gains, "A", opt, ref)
+    return reg, res, out, len(ident), len(valid)
+
+
+def test_ur10e_heldout_rmse_beside_published(result):
+    reg, res, out, n_ident, n_valid = result
+    assert n_ident == 10 and n_valid == 11
+    assert set(res.validation_rmse) == {f.name for f in list_runs(DATA / "validation_data")}
+    ours = res.pooled_rmse["LS (base)"]
+    sdp = res.pooled_rmse["SDP (standard)"]
+    theirs = res.pooled_rmse["published"]
+    print("\nheld-out current RMSE [A] per joint (all 11 validation files pooled)")
+    for name, r in (("ours LS", ours), ("ours SDP", sdp), ("published", theirs)):
+        print(f"  {name:>10}: " + " ".join(f"{v:.3f}" for v in r))
+    # ours is at least as good overall, and no joint more than 10% worse
+    assert np.mean(ours) <= np.mean(theirs) * 1.01
+    assert np.all(ours <= 1.10 * theirs)
+    assert np.all(sdp <= 1.10 * theirs)
+    assert res.base.rank == 58 and res.fit.cond < 1e3
+    assert res.audit_reconstructed.passed
+
+
+def test_ur10e_output_files(result):
+    reg, res, out, *_ = result
+    body = json.loads((out / "rb_params.json").read_text())
+    assert body["schema"] == "isaaclab_sysid.rb_params/1"
+    assert len(body["estimate"]["theta"]) == body["base_parameters"]["n_base"] == 58
+    assert body["audit_reconstructed"]["passed"] is True
+    assert body["preprocessing"][0]["filter"]["cutoff_hz"] == 4.0
+    for f in ("nominal_inertials.json", "rb_params.json"):
+        inert = load_nominal(out / f)
+        assert set(inert) == set(reg.link_names)
+    assert "Held-out prediction" in (out / "report.md").read_text()
+
+
+def test_ur10e_bad_files_name_row_and_column(tmp_path):
+    with pytest.raises(UR10eDataError, match=r"ur-20_02_19_15harm50secLoad.csv: row 2, column 2: joint position"):
+        load_ur10e_csv(DATA / "identification_data" / "ur-20_02_19_15harm50secLoad.csv")
+    bad = tmp_path / "bad.csv"
+    good = (DATA / "validation_data" / "ur-20_01_17-p1.csv").read_text().splitlines()
+    good[4] = good[4].replace(",", ",x", 1)
+    bad.write_text("\n".join(good) + "\n")
+    with pytest.raises(UR10eDataError, match=r"bad.csv: row 5, column 2: not a number"):
+        load_ur10e_csv(bad)
+    log = load_ur10e_csv(DATA / "identification_data" / "ur-19_09_27-11_28_22.csv")  # 19-column variant
+    assert log.current.shape[1] == 6 and log.tau_des is None
