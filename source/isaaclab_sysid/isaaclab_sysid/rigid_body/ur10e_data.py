@@ -20,6 +20,7 @@ maps them onto this package's regressor columns.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from dataclasses import dataclass
@@ -89,8 +90,34 @@ def load_ur10e_csv(path: str | Path) -> UR10eLog:
     path = Path(path)
     if not path.is_file():
         raise UR10eDataError(f"{path}: no such file")
-    rows: list[list[float]] = []
     text = path.read_text(encoding="utf-8")
+    a, width, dropped = _fast_parse(text)
+    if a is None:
+        a, width, dropped = _careful_parse(path, text)
+    return _validated(path, a, width, dropped)
+
+
+def _fast_parse(text: str) -> tuple[np.ndarray | None, int, bool]:
+    """numpy parse of a well-formed file (None if anything is irregular)."""
+    dropped = False
+    body = text
+    if not text.endswith("\n"):
+        last_nl = text.rfind("\n")
+        first = text[: text.find("\n")] if "\n" in text else text
+        if last_nl >= 0 and text[last_nl + 1 :].count(",") != first.count(","):
+            body, dropped = text[: last_nl + 1], True
+    try:
+        a = np.loadtxt(io.StringIO(body), delimiter=",", ndmin=2)
+    except ValueError:
+        return None, 0, False
+    if a.shape[1] not in (N_COLUMNS, N_COLUMNS_SHORT) or not np.all(np.isfinite(a)):
+        return None, 0, False
+    return a, a.shape[1], dropped
+
+
+def _careful_parse(path: Path, text: str) -> tuple[np.ndarray, int, bool]:
+    """Line-by-line parse that names the row and column of the first problem."""
+    rows: list[list[float]] = []
     lines = text.splitlines()
     dropped = False
     width = None
@@ -119,9 +146,12 @@ def load_ur10e_csv(path: str | Path) -> UR10eLog:
                 raise UR10eDataError(f"{path}: row {r}, column {c}: non-finite value {cell!r}")
             vals.append(v)
         rows.append(vals)
-    if len(rows) < 10:
-        raise UR10eDataError(f"{path}: only {len(rows)} rows; need at least 10")
-    a = np.asarray(rows)
+    return np.asarray(rows), width or 0, dropped
+
+
+def _validated(path: Path, a: np.ndarray, width: int, dropped: bool) -> UR10eLog:
+    if a.ndim != 2 or a.shape[0] < 10:
+        raise UR10eDataError(f"{path}: only {a.shape[0] if a.ndim == 2 else 0} rows; need at least 10")
     for lo, hi, bound, what in _PLAUSIBLE:
         block = np.abs(a[:, lo:hi]) > bound
         if block.any():
