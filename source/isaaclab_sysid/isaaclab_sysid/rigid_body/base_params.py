@@ -1,8 +1,8 @@
 """Base parameters: numerical rank and grouping from a column-pivoted QR.
 
-Stack the regressor over random samples, ``W P = Q [R1 R2]`` with R1 (b x b)
+Stack the regressor over random samples, ``W P = Q [R1 R2]`` (columns normalized) with R1 (b x b)
 upper triangular; the first b pivoted columns are independent and
-``W pi = W_b pi_b`` with ``pi_b = pi_1 + beta pi_2``, ``beta = R1^-1 R2``
+``W pi = W_b pi_b`` with ``pi_b = pi_1 + beta pi_2``, beta solving ``W_1 beta = W_2`` (SVD least squares, exact in the column space)
 (Gautier & Khalil 1990, numerically).
 """
 
