@@ -119,13 +119,13 @@ def test_fit_outputs_and_eval_params(tmp_path, twin_csvs):
 
 def test_sigkill_then_resume_matches_uninterrupted(tmp_path, twin_csvs):
     ref_dir = tmp_path / "ref"
-    r = _cli(*_fit_args(twin_csvs, ref_dir, iters=7))
+    r = _cli(*_fit_args(twin_csvs, ref_dir, iters=7, extra=["--no_plots"]))
     assert r.returncode == 0, r.stderr
     (ref_run,) = list(ref_dir.iterdir())
 
     kill_dir = tmp_path / "killed"
     env = dict(os.environ, PYTHONHASHSEED="0")
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), *map(str, _fit_args(twin_csvs, kill_dir, iters=7))],
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), *map(str, _fit_args(twin_csvs, kill_dir, iters=7, extra=["--no_plots"]))],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
     deadline = time.time() + 240
     run_dir = None
