@@ -210,9 +210,9 @@ def gaussian_intervals(
         note = notes.get(int(i), "")
         width = hi_b[i] - lo_b[i]
         if int(i) in unid or not math.isfinite(std) or 2 * z * std >= width:
-            why = (note or ("in the null space of the Jacobian" if int(i) in unid else
-                            f"interval (+-{z * std:.3g}) wider than the search box [{lo_b[i]:g}, {hi_b[i]:g}]"
-                            if math.isfinite(std) else "variance undefined"))
+            why = ("in the null space of the Jacobian" if int(i) in unid else
+                   f"interval (+-{z * std:.3g}) wider than the search box [{lo_b[i]:g}, {hi_b[i]:g}]"
+                   if math.isfinite(std) else "variance undefined") + (f"; {note}" if note else "")
             warns.append(f"{method}: {label} is not identifiable from these runs ({why}); interval unbounded")
             out.append(Interval(label, group, joint, float(value[i]), None, None, None if not math.isfinite(std) else std,
                                 False, why))

@@ -1,0 +1,106 @@
+#!/usr/bin/env python
+"""Export a fit, its intervals and randomization ranges to Isaac Lab configs.
+
+Reads a fit folder (sysid_best_params.json + config.json, written by
+scripts/sysid_franka_osc.py), computes the intervals once (one batched rollout;
+cached in <fit_dir>/intervals.json) and writes to --out_dir:
+
+  sysid_dr.json / sysid_dr.yaml   values, intervals (every method), ranges, policy, warnings
+  sysid_dr_isaaclab.py            DelayedPDActuatorCfg overrides + EventTermCfg terms
+                                  (randomize_joint_parameters per joint, randomize_rigid_body_mass per link)
+
+Example:
+    python scripts/export_dr.py --fit_dir logs/sysid_franka/2026-01-01_12-00-00 \\
+        --rb_params logs/rigid_body/rb_params.json --out_dir configs/exported/franka
+See docs/intervals_and_export.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Literal
+
+import tyro
+
+
+@dataclass
+class Args:
+    """Export the identified joint dynamics and their ranges to Isaac Lab configs."""
+
+    fit_dir: str
+    """Fit output folder holding sysid_best_params.json and config.json."""
+    out_dir: str | None = None
+    """Where to write sysid_dr.{json,yaml} and sysid_dr_isaaclab.py (default: <fit_dir>/export)."""
+    rb_params: str | None = None
+    """rb_params.json of the rigid-body identification: link-mass intervals and randomize_rigid_body_mass terms."""
+    level: float = 0.95
+    """Two-sided confidence level of the intervals (0.95 -> +-1.96 standard errors)."""
+    interval_method: Literal["curvature", "bootstrap", "widest"] = "curvature"
+    """Intervals used for the ranges: curvature (HAC sandwich, default), bootstrap (moving blocks), widest (union of both)."""
+    recompute: bool = False
+    """Recompute <fit_dir>/intervals.json even if it exists."""
+    fd_step: float = 1e-3
+    """Finite-difference step in the normalized parameter space (fraction of each parameter's bound width)."""
+    n_boot: int = 1000
+    """Block-bootstrap resamples (cheap: no rollouts)."""
+    allowance: Literal["heldout", "none"] = "heldout"
+    """Structure-error allowance: from the held-out residual ratio rho (heldout) or none (ranges = intervals)."""
+    combine: Literal["linear", "quadrature"] = "linear"
+    """How the allowance joins the interval: linear (half-width x (1 + sqrt(rho-1)); cautious) or quadrature (x sqrt(rho))."""
+    rho: float | None = None
+    """Override the held-out / fit loss ratio rho (dimensionless; 1 = no allowance)."""
+    rel_margin: float = 0.0
+    """Extra margin on every range as a fraction of the fitted value (0.1 = +-10 %)."""
+    unidentified: Literal["bounds", "skip"] = "bounds"
+    """Numbers with an unbounded interval: randomize over the fit's search bounds, or emit no term (a warning either way)."""
+    delay_margin: int | None = None
+    """Ticks (1 ms) added to each side of the delay interval (default: 1 if rho > 2, else 0)."""
+    viscous: Literal["envelope", "coulomb"] = "envelope"
+    """randomize_joint_parameters scales static/dynamic/viscous friction by one factor: its range covers both the Coulomb
+    and the viscous range (envelope) or follows the Coulomb range (coulomb)."""
+    asset_name: str = "robot"
+    """Scene entity name of the arm in the Isaac Lab task (SceneEntityCfg)."""
+    physics_dt: float = 0.001
+    """Physics step of the Isaac Lab task [s]; the delay (1 ms ticks) is converted to steps, range rounded outward."""
+    quiet: bool = False
+    """Print only warnings and the output paths."""
+
+
+def main(args: Args) -> int:
+    from pathlib import Path
+
+    from isaaclab_sysid.export.build import ExportError, FitContext, export, intervals_for
+    from isaaclab_sysid.export.ranges import RangePolicy
+
+    log = (lambda s: None) if args.quiet else print
+    try:
+        if not (0 < args.level < 1):
+            raise ExportError("--level must lie in (0, 1)")
+        if args.physics_dt <= 0:
+            raise ExportError("--physics_dt must be > 0")
+        ctx = FitContext.load(args.fit_dir)
+        rep = intervals_for(ctx, args.recompute, args.level, args.interval_method, args.fd_step, args.n_boot, log)
+        policy = RangePolicy(allowance=args.allowance, combine=args.combine, rel_margin=args.rel_margin,
+                             unidentified=args.unidentified, delay_margin=args.delay_margin, rho_override=args.rho)
+        out = Path(args.out_dir) if args.out_dir else ctx.fit_dir / "export"
+        paths, warns = export(ctx, out, rep, policy, args.rb_params, args.asset_name, args.viscous, args.physics_dt)
+    except (ExportError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for w in warns:
+        print(f"warning: {w}", file=sys.stderr)
+    if not args.quiet:
+        chosen = rep.chosen()
+        print(f"intervals ({rep.selected}, level {rep.level}); rho = {rep.structure.get('rho')}")
+        for iv in chosen.intervals:
+            lo = "-inf" if iv.lower is None else f"{iv.lower:.4g}"
+            hi = "+inf" if iv.upper is None else f"{iv.upper:.4g}"
+            print(f"  {iv.label:18s} {iv.value:10.4g}  [{lo}, {hi}]")
+    for k, p in paths.items():
+        print(f"wrote {k}: {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(tyro.cli(Args)))

@@ -1,0 +1,200 @@
+"""All interval methods on one fit, which one the export uses, and the intervals file.
+
+``compute_all`` runs, on a fit result (``sysid_best_params.json``):
+
+1. one batched rollout on the fit runs (optimum + finite-difference neighbours +
+   every integer delay) -> ``curvature`` (used), ``bootstrap`` and ``per_run``;
+2. ``cma`` from the optimizer's final covariance (no rollout);
+3. one rollout of the fitted parameters on the held-out runs -> the
+   structure-error ratio rho = (held-out loss per run) / (fit loss per run), from
+   which the export derives its allowance (export/ranges.py).
+
+**Which one the export uses, and why.** ``curvature`` (the HAC sandwich): it is
+the only one that is both cheap (one rollout of 2p + 1 + delays candidates) and
+calibrated against the twin (benchmarks/interval_coverage.py), it accounts for
+the residuals' autocorrelation, and it gives the correlation matrix.
+``bootstrap`` is its resampling twin (same information, blocks instead of a
+kernel) and should agree; a large disagreement is flagged. ``per_run`` has
+R - 1 degrees of freedom (R = 2-3 runs) and ``cma`` measures the optimizer's
+state, not the data's noise, so neither is used. ``--interval_method widest``
+takes, per number, the widest of curvature and bootstrap (the cautious choice).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.fit.loss import LossWeights, total_loss
+from isaaclab_sysid.fit.param_space import ParamSpace
+from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
+from isaaclab_sysid.intervals.cma_cov import cma_intervals
+from isaaclab_sysid.intervals.common import Interval, IntervalSet, _jsonable
+from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
+from isaaclab_sysid.sim.interface import ReplayBackend
+from isaaclab_sysid.utils.atomic import atomic_write_json
+
+INTERVALS_FILE = "intervals.json"
+INTERVALS_SCHEMA = "isaaclab_sysid.intervals/1"
+METHODS = ("curvature", "bootstrap", "per_run", "cma")
+SELECTABLE = ("curvature", "bootstrap", "widest")
+DEFAULT_METHOD = "curvature"
+
+
+@dataclass
+class IntervalReport:
+    """Every method's intervals, the selected set and the structure-error ratio.
+
+    Attributes:
+        sets: method -> :class:`IntervalSet`.
+        selected: the method the export uses (``curvature``, ``bootstrap`` or ``widest``).
+        structure: held-out vs fit loss per run (``rho`` = their ratio of means; None without held-out runs).
+        warnings: warnings of the selected set plus cross-method checks.
+    """
+
+    sets: dict[str, IntervalSet]
+    selected: str
+    level: float
+    space: dict
+    structure: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    timing_s: dict = field(default_factory=dict)
+    source: str | None = None
+
+    def chosen(self) -> IntervalSet:
+        if self.selected == "widest":
+            return widest(self.sets["curvature"], self.sets["bootstrap"])
+        return self.sets[self.selected]
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": INTERVALS_SCHEMA,
+            "source": self.source,
+            "level": self.level,
+            "selected": self.selected,
+            "why_selected": "curvature: HAC sandwich at the optimum (autocorrelation-aware, cheap, calibrated on the twin); "
+            "see docs/intervals_and_export.md",
+            "param_space": self.space,
+            "structure": self.structure,
+            "warnings": self.warnings,
+            "timing_s": self.timing_s,
+            "methods": {k: v.to_dict() for k, v in self.sets.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "IntervalReport":
+        if d.get("schema") != INTERVALS_SCHEMA:
+            raise ValueError(f"not an intervals file (schema {d.get('schema')!r}, expected {INTERVALS_SCHEMA})")
+        return cls(sets={k: IntervalSet.from_dict(v) for k, v in d["methods"].items()}, selected=d["selected"],
+                   level=float(d["level"]), space=d["param_space"], structure=d.get("structure", {}),
+                   warnings=list(d.get("warnings", [])), timing_s=d.get("timing_s", {}), source=d.get("source"))
+
+
+def widest(a: IntervalSet, b: IntervalSet) -> IntervalSet:
+    """Per number, the union of two methods' intervals (unbounded if either is)."""
+    bb = b.by_label()
+    out = []
+    for iv in a.intervals:
+        o = bb.get(iv.label)
+        if o is None:
+            out.append(iv)
+            continue
+        if not (iv.bounded and o.bounded):
+            out.append(Interval(iv.label, iv.group, iv.joint, iv.value, None, None, None, False,
+                                iv.note or o.note or "unbounded in one method"))
+            continue
+        std = max(x for x in (iv.std, o.std, 0.0) if x is not None) or None
+        out.append(Interval(iv.label, iv.group, iv.joint, iv.value, min(iv.lower, o.lower), max(iv.upper, o.upper), std,
+                            True, "widest of curvature and bootstrap"))
+    return IntervalSet("widest", a.level, out, a.warnings + b.warnings, {"of": [a.method, b.method]}, a.cov, a.cov_labels)
+
+
+def structure_ratio(backend: ReplayBackend, space: ParamSpace, x0: np.ndarray, fit_runs: Sequence[Run],
+                    heldout: Sequence[Run], weights: LossWeights) -> dict:
+    """Loss per run of the fitted parameters on the fit and held-out runs, and rho = mean held-out / mean fit."""
+    if not heldout:
+        return {"rho": None, "note": "no held-out runs: no structure-error allowance can be derived"}
+    runs = list(fit_runs) + list(heldout)
+    lb = total_loss(backend.rollout(space.to_batch(np.asarray([x0])), runs), runs, weights)
+    per = lb.per_run[:, 0]
+    fit_l, ho_l = per[: len(fit_runs)], per[len(fit_runs):]
+    rho = float(np.mean(ho_l) / np.mean(fit_l)) if np.mean(fit_l) > 0 else None
+    return {
+        "rho": rho,
+        "fit_loss_per_run": {r.name: float(v) for r, v in zip(fit_runs, fit_l)},
+        "heldout_loss_per_run": {r.name: float(v) for r, v in zip(heldout, ho_l)},
+        "heldout_diverged": bool(lb.diverged[0]),
+        "note": "rho = mean held-out loss / mean fit loss (each an MSE per sample); rho > 1: the model misses something",
+    }
+
+
+def compute_all(
+    backend: ReplayBackend,
+    space: ParamSpace,
+    runs: Sequence[Run],
+    result: Mapping,
+    heldout: Sequence[Run] = (),
+    weights: LossWeights = LossWeights(),
+    traj_weights: Sequence[float] | None = None,
+    level: float = 0.95,
+    method: str = DEFAULT_METHOD,
+    fd_step: float = 1e-3,
+    n_boot: int = 1000,
+    seed: int = 0,
+    source: str | None = None,
+) -> IntervalReport:
+    """Every interval method on one fit (see module docstring)."""
+    if method not in SELECTABLE:
+        raise ValueError(f"unknown interval method '{method}' (choose from {', '.join(SELECTABLE)})")
+    x0 = np.asarray(result["best_params"], dtype=float)
+    timing = {}
+    t0 = time.perf_counter()
+    sens = sensitivity(backend, space, runs, x0, weights, traj_weights, fd_step)
+    timing["batched_rollout"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sets = {
+        "curvature": curvature_intervals(sens, level),
+        "bootstrap": block_bootstrap_intervals(sens, level, n_boot=n_boot, seed=seed),
+        "per_run": per_run_intervals(sens, level),
+        "cma": cma_intervals(space, result, level),
+    }
+    timing["statistics"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    structure = structure_ratio(backend, space, x0, runs, heldout, weights)
+    timing["heldout_rollout"] = time.perf_counter() - t0
+    warns = list(sets["curvature"].warnings)
+    c, b = sets["curvature"].by_label(), sets["bootstrap"].by_label()
+    for lab, iv in c.items():
+        o = b.get(lab)
+        if iv.std and o is not None and o.std and not (0.5 < o.std / iv.std < 2.0):
+            warns.append(f"{lab}: bootstrap and curvature standard errors differ by more than 2x ({o.std:.3g} vs {iv.std:.3g})")
+    rep = IntervalReport(sets, method, level, space.describe(), structure, warns, timing, source)
+    if method != "curvature":
+        rep.warnings += [w for w in rep.chosen().warnings if w not in rep.warnings]
+    rep.diagnostics = {"sensitivity_candidates": sens.n_candidates}  # type: ignore[attr-defined]
+    return rep
+
+
+def write_intervals(path: str | Path, report: IntervalReport) -> Path:
+    """Write ``intervals.json`` atomically."""
+    path = Path(path)
+    atomic_write_json(path, _jsonable(report.to_dict()))
+    return path
+
+
+def read_intervals(path: str | Path) -> IntervalReport:
+    path = Path(path)
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read intervals: {exc}") from None
+    try:
+        return IntervalReport.from_dict(d)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
