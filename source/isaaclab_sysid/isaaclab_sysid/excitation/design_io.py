@@ -44,7 +44,8 @@ def _forward(robot: Robot, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, gravi
     tau = np.zeros_like(q)
     for k in range(n):
         tau[k] = pin.rnea(model, data, q[k], dq[k], ddq[k])
-        pin.updateFramePlacement(model, data, fid)  # rnea ran the forward kinematics
+        pin.forwardKinematics(model, data, q[k])
+        pin.updateFramePlacement(model, data, fid)
         oMf = data.oMf[fid]
         pos[k] = oMf.translation
         qq = pin.Quaternion(oMf.rotation)
