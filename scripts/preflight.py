@@ -1,0 +1,64 @@
+#!/usr/bin/env python
+"""Pre-flight report of a target run before any arm moves.
+
+Prints reference peaks, joint-space peaks, predicted joint torques at the run's gains
+(replay + gravity) vs torque limits, the torque step per setpoint vs the slew limit,
+cond(W_b) of the base regressor and the identifiability table; writes
+<run>_preflight.json and <run>_preflight.png beside the run (or to --out-dir).
+Exits 2 when a warning was raised and --strict is set.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import tyro
+
+from isaaclab_sysid.data import RunFormatError, read_run
+from isaaclab_sysid.excitation.plots import plot_preflight
+from isaaclab_sysid.excitation.preflight import preflight
+from isaaclab_sysid.robots import load_robot
+from isaaclab_sysid.utils.atomic import atomic_write_json
+
+
+@dataclass
+class Args:
+    """Pre-flight checks of a target run (CSV + sidecar)."""
+
+    run: tyro.conf.Positional[Path]
+    """The target run's CSV (its sidecar is the same name with .json)."""
+    out_dir: Path | None = None
+    """Folder for the report (default: the run's folder)."""
+    warn_frac: float = 0.8
+    """Warn when a peak exceeds this fraction of its limit."""
+    identifiability: bool = True
+    """Compute the identifiability table (one batched replay of 1 + 2 x 22 candidates)."""
+    replay: bool = True
+    """Replay the loop to predict torques (turn off for kinematics + cond only)."""
+    strict: bool = False
+    """Exit with status 2 when any warning is raised."""
+
+
+def main(a: Args) -> int:
+    try:
+        run = read_run(a.run)
+    except RunFormatError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    robot = load_robot(run.meta.robot)
+    rep = preflight(robot, run, warn_frac=a.warn_frac, replay=a.replay, ident=a.identifiability,
+                    peaks=run.meta.summary.get("reference_peaks"))
+    print(rep.format())
+    out = a.out_dir or a.run.parent
+    p = out / f"{run.name}_preflight.json"
+    atomic_write_json(p, rep.to_dict())
+    print(f"wrote {p}")
+    if rep.replay:
+        print(f"wrote {plot_preflight(rep, robot, out / f'{run.name}_preflight.png')}")
+    return 2 if (a.strict and rep.warnings) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(tyro.cli(Args)))
