@@ -1,0 +1,230 @@
+"""A kit-less Isaac Lab scene of E replicated arms for replay (Newton; PhysX via physx.py).
+
+One :class:`ReplayScene` owns the process-wide ``SimulationContext`` (Isaac Lab
+allows one at a time): a 1 ms stage with E clones of the robot USD
+(``/World/Env_<i>/Robot``), contacts off, gravity on or off, and one actuator
+group ``"arm"`` over every joint: Isaac Lab's ``DelayedPDActuator`` with
+per-env gains and per-env delay (``delay_steps``, at most ``max_delay``),
+executed natively by Newton. The backend uses it in two ways per env:
+
+* ``joint_pd`` envs: position targets, Kp/Kd = the run's gains, delay = the
+  candidate's (Isaac Lab delays the position target, as the semantics say);
+* torque envs (``task_impedance``, or ``joint_pd`` under a slew limit): Kp = Kd = 0,
+  delay 0, and the torque computed (and delayed) in torch is the feed-forward
+  effort target.
+
+Both PD and feed-forward efforts are explicit: computed from the state at the
+start of the tick and applied during its step, like MuJoCo's ``qfrc_applied``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from isaaclab_sysid.robots.robot import PHYSICS_DT
+
+#: effort limit used when the replay does not clamp [N m] (effectively none)
+NO_LIMIT = 1.0e6
+
+
+@dataclass(frozen=True)
+class SceneSpec:
+    """What a scene is built for (a different spec needs a rebuild)."""
+
+    usd_path: str
+    joint_names: tuple[str, ...]
+    num_envs: int
+    gravity: bool
+    device: str
+    physics: str
+    max_delay: int
+    effort_limit: tuple[float, ...] | None  # None = no clamp
+    q_default: tuple[float, ...]  # authored default posture (inside the joint limits)
+    solver_iterations: int = 100
+    ls_iterations: int = 50
+
+
+def _physics_cfg(spec: SceneSpec):
+    if spec.physics == "newton":
+        from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg
+
+        return NewtonCfg(
+            use_cuda_graph=False,
+            solver_cfg=MJWarpSolverCfg(
+                integrator="implicitfast",
+                disable_contacts=True,
+                iterations=spec.solver_iterations,
+                ls_iterations=spec.ls_iterations,
+            ),
+        )
+    if spec.physics == "physx":
+        from isaaclab_sysid.sim.isaaclab_backend.physx import physx_cfg
+
+        return physx_cfg()
+    raise ValueError(f"unknown physics '{spec.physics}' (newton or physx)")
+
+
+class ReplayScene:
+    """E arms in one Isaac Lab simulation; all tensors are (E, N) on ``spec.device``."""
+
+    def __init__(self, spec: SceneSpec) -> None:
+        import isaaclab.sim as sim_utils
+        from isaaclab.actuators import DelayedPDActuatorCfg
+        from isaaclab.assets import Articulation, ArticulationCfg
+        from isaaclab.cloner import CloneCfg, clone_plan_from_env_0, replicate
+        from isaaclab.sim import SimulationCfg, SimulationContext
+
+        self.spec = spec
+        if SimulationContext.instance() is not None:
+            SimulationContext.clear_instance()
+        sim_utils.create_new_stage()
+        self.sim = SimulationContext(
+            SimulationCfg(
+                dt=PHYSICS_DT,
+                device=spec.device,
+                gravity=(0.0, 0.0, -9.81) if spec.gravity else (0.0, 0.0, 0.0),
+                physics=_physics_cfg(spec),
+            )
+        )
+        names = spec.joint_names
+        eff = (
+            {f"^{n}$": NO_LIMIT for n in names}
+            if spec.effort_limit is None
+            else {f"^{n}$": float(v) for n, v in zip(names, spec.effort_limit)}
+        )
+        cfg = ArticulationCfg(
+            prim_path="/World/Env_[^/]*/Robot",
+            spawn=sim_utils.UsdFileCfg(usd_path=str(spec.usd_path)),
+            init_state=ArticulationCfg.InitialStateCfg(joint_pos={n: float(v) for n, v in zip(names, spec.q_default)}, joint_vel={".*": 0.0}),
+            actuators={
+                "arm": DelayedPDActuatorCfg(
+                    joint_names_expr=[f"^{n}$" for n in names],
+                    stiffness=0.0,
+                    damping=0.0,
+                    min_delay=0,
+                    max_delay=int(spec.max_delay),
+                    actuator_effort_limit=eff,
+                    joint_effort_limit=NO_LIMIT,
+                    armature=0.0,
+                    friction=0.0,
+                    viscous_friction=0.0,
+                )
+            },
+        )
+        sim_utils.create_prim("/World/Env_0", "Xform", translation=(0.0, 0.0, 0.0))
+        clone_plan_from_env_0(CloneCfg(clone_template="/World/Env_{}"), [cfg], spec.num_envs, 2.0)
+        self.robot = Articulation(cfg)
+        replicate(self.sim.get_clone_plan())
+        self.sim.reset()
+        robot = self.robot
+        ids, found = robot.find_joints([f"^{n}$" for n in names], preserve_order=True)
+        if tuple(found) != tuple(names) or robot.num_joints != len(names):
+            raise RuntimeError(
+                f"the USD articulation has joints {robot.joint_names}, expected exactly {list(names)} "
+                "(locked joints must be fixed in the URDF)"
+            )
+        self.joint_ids = ids
+        self.device = torch.device(robot.device)
+        self.n = len(names)
+        self.E = spec.num_envs
+        self.dt = self.sim.get_physics_dt()
+        self._target = robot.actuators.target_command
+        # the group's joint order must be the robot's (the group covers every joint in order)
+        self._perm = torch.as_tensor(ids, device=self.device, dtype=torch.long)
+
+    # ---------------------------------------------------------------- params
+    def write_joint_properties(self, armature: np.ndarray, friction: np.ndarray, viscous: np.ndarray) -> None:
+        """Per-env armature [kg m^2], Coulomb friction torque [N m], viscous [N m s/rad]; each (E, N)."""
+        r, ids = self.robot, self.joint_ids
+        f32 = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float32, device=self.device)  # noqa: E731
+        r.write_joint_armature_to_sim_index(armature=f32(armature), joint_ids=ids)
+        r.write_joint_friction_coefficient_to_sim_index(joint_friction_coeff=f32(friction), joint_ids=ids)
+        r.write_joint_viscous_friction_coefficient_to_sim_index(joint_viscous_friction_coeff=f32(viscous), joint_ids=ids)
+
+    def write_actuator(self, kp: np.ndarray, kd: np.ndarray, delay: np.ndarray) -> None:
+        """Per-env PD gains (E, N) and delay (E,) [ticks] of the ``arm`` actuator group."""
+        from isaaclab.actuators.newton import write_group_parameter
+
+        if np.any(delay > self.spec.max_delay):
+            raise ValueError(f"delay {int(np.max(delay))} exceeds the scene's max_delay {self.spec.max_delay}")
+        acts = self.robot.actuators
+        t = lambda a, dt: torch.as_tensor(np.asarray(a), dtype=dt, device=self.device)  # noqa: E731
+        write_group_parameter(acts, "arm", "controller", "kp", t(kp, torch.float32))
+        write_group_parameter(acts, "arm", "controller", "kd", t(kd, torch.float32))
+        d = np.repeat(np.asarray(delay, dtype=np.int32)[:, None], self.n, axis=1)
+        write_group_parameter(acts, "arm", "delay", "delay_steps", t(d, torch.int32))
+
+    def read_actuator(self) -> dict[str, torch.Tensor]:
+        from isaaclab.actuators.newton import read_group_parameter
+
+        acts = self.robot.actuators
+        return {k: read_group_parameter(acts, "arm", c, k) for c, k in (("controller", "kp"), ("controller", "kd"), ("delay", "delay_steps"))}
+
+    # ----------------------------------------------------------------- state
+    def reset(self, q0: torch.Tensor) -> None:
+        """Every env to ``q0`` (E, N) at rest; actuator delay buffers emptied."""
+        r = self.robot
+        r.write_joint_position_to_sim_index(position=q0.to(torch.float32))
+        r.write_joint_velocity_to_sim_index(velocity=torch.zeros_like(q0, dtype=torch.float32))
+        r.reset()
+        self.sim.forward() if hasattr(self.sim, "forward") else None
+        r.update(0.0)
+
+    def reset_envs(self, env_ids: torch.Tensor, q0: torch.Tensor) -> None:
+        """Put envs ``env_ids`` back to ``q0`` (len, N) at rest (used to park diverged envs)."""
+        r = self.robot
+        r.write_joint_position_to_sim_index(position=q0.to(torch.float32), env_ids=env_ids)
+        r.write_joint_velocity_to_sim_index(velocity=torch.zeros_like(q0, dtype=torch.float32), env_ids=env_ids)
+
+    def state(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Joint positions and velocities (E, N), float32 views."""
+        d = self.robot.data
+        return d.joint_pos.torch, d.joint_vel.torch
+
+    def applied_torque(self) -> torch.Tensor:
+        return self.robot.data.applied_torque.torch
+
+    def step(self, position: torch.Tensor, effort: torch.Tensor) -> None:
+        """One 1 ms tick with these position targets and feed-forward efforts (E, N)."""
+        self._target.set_position_index(value=position.to(torch.float32))
+        self._target.set_effort_index(value=effort.to(torch.float32))
+        self.robot.write_data_to_sim()
+        self.sim.step(render=False)
+        self.robot.update(self.dt)
+
+    def close(self) -> None:
+        from isaaclab.sim import SimulationContext
+
+        if SimulationContext.instance() is self.sim:
+            SimulationContext.clear_instance()
+
+
+def make_spec(
+    usd_path: Path | str,
+    joint_names: Sequence[str],
+    num_envs: int,
+    gravity: bool,
+    device: str,
+    physics: str,
+    max_delay: int,
+    effort_limit: np.ndarray | None,
+    q_default: np.ndarray,
+    **solver,
+) -> SceneSpec:
+    return SceneSpec(
+        usd_path=str(usd_path),
+        joint_names=tuple(joint_names),
+        num_envs=int(num_envs),
+        gravity=bool(gravity),
+        device=str(device),
+        physics=physics,
+        max_delay=int(max_delay),
+        effort_limit=None if effort_limit is None else tuple(float(v) for v in effort_limit),
+        q_default=tuple(float(v) for v in q_default),
+        **solver,
+    )
