@@ -285,7 +285,7 @@ def pinv_normalized(H: np.ndarray, scale: np.ndarray, rtol: float = 1e-9, null_w
     inv = (V[:, keep] / lam[keep]) @ V[:, keep].T
     null_load = np.sum(V[:, ~keep] ** 2, axis=1)
     nulls = [int(i) for i in np.where(null_load > null_weight)[0]]
-    Hinv = inv * np.outer(1 / scale, 1 / scale)
+    Hinv = inv * np.outer(scale, scale)  # H = S^-1 Hn S^-1  =>  H^+ = S Hn^+ S
     cond = float(lmax / lam[keep].min()) if keep.any() else math.inf
     return PseudoInverse(Hinv, int(keep.sum()), lam, nulls, cond)
 
