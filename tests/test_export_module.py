@@ -1,0 +1,187 @@
+"""The export: ranges policy, neutral JSON/YAML, and the generated Isaac Lab module.
+
+The module's values are checked against the fit's by parsing it with ``ast`` (no
+Isaac Lab needed); a second test imports it and builds its config objects, which
+needs Isaac Lab (the ``[isaaclab]`` extra): in-process when ``isaaclab`` imports,
+or with the interpreter named by ``ISAACLAB_PYTHON`` (e.g. a separate venv).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from isaaclab_sysid.export.build import FitContext, export
+from isaaclab_sysid.export.isaaclab_module import friction_term_params
+from isaaclab_sysid.export.neutral import to_yaml
+from isaaclab_sysid.export.ranges import RangePolicy, make_range
+from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.intervals.combine import IntervalReport, write_intervals
+from isaaclab_sysid.intervals.common import Interval, IntervalSet
+
+JOINTS = [f"panda_joint{i + 1}" for i in range(7)]
+FIT = {
+    "armature": [0.3, 0.25, 0.2, 0.15, 0.05, 0.0, 0.02],
+    "friction": [1.0, 2.0, 0.5, 0.0, 0.3, 0.4, 0.2],
+    "viscous": [0.5, 1.0, 0.8, 0.6, 0.2, 0.3, 0.1],
+}
+
+
+def _fit_dir(tmp_path: Path) -> Path:
+    space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in ("armature", "friction", "viscous", "delay")}, 7)
+    dec = {**{g: np.array(v) for g, v in FIT.items()}, "delay": 2}
+    x = space.normalize(dec)
+    result = {"best_params": x.tolist(), "best_params_decoded": space.decoded_to_json(space.decode(x)),
+              "param_space": space.describe(), "cma": {"sigma": 0.01, "C": np.eye(space.dim).tolist()}}
+    d = tmp_path / "fit"
+    d.mkdir()
+    (d / "sysid_best_params.json").write_text(json.dumps(result))
+    ivs = []
+    for lab in space.labels():
+        g = lab.split("[")[0]
+        if lab == "delay":
+            ivs.append(Interval("delay", "delay", None, 2.0, 1.0, 3.0, None, True, "profile"))
+        elif lab == "viscous[j7]":
+            ivs.append(Interval(lab, g, "j7", 0.1, None, None, None, False, "null space"))
+        else:
+            j = int(lab[-2]) - 1
+            v = FIT[g][j]
+            ivs.append(Interval(lab, g, f"j{j + 1}", v, max(0.0, v - 0.05), v + 0.05, 0.0255, True, ""))
+    s = IntervalSet("curvature", 0.95, ivs, ["curvature: viscous[j7] is not identifiable"])
+    rep = IntervalReport({"curvature": s}, "curvature", 0.95, space.describe(), {"rho": 2.0})
+    write_intervals(d / "intervals.json", rep)
+    return d
+
+
+def _export(tmp_path, **kw):
+    from isaaclab_sysid.intervals.combine import read_intervals
+
+    d = _fit_dir(tmp_path)
+    ctx = FitContext.load(d)
+    rep = read_intervals(d / "intervals.json")
+    paths, warns = export(ctx, tmp_path / "out", rep, RangePolicy(**kw), joint_names=JOINTS)
+    return paths, warns
+
+
+def _literals(src: str) -> dict:
+    out = {}
+    for node in ast.parse(src).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return out
+
+
+def test_module_values_equal_the_fit(tmp_path):
+    paths, warns = _export(tmp_path)
+    src = paths["module"].read_text()
+    lit = _literals(src)
+    assert lit["JOINT_NAMES"] == JOINTS
+    for g in ("armature", "friction", "viscous"):
+        assert lit["FITTED"][g] == pytest.approx(FIT[g], abs=1e-12)
+    assert lit["FITTED"]["delay_steps"] == 2
+    av = lit["ACTUATOR_VALUES"]
+    assert [av["armature"][j] for j in JOINTS] == pytest.approx(FIT["armature"], abs=1e-12)
+    assert [av["friction"][j] for j in JOINTS] == pytest.approx(FIT["friction"], abs=1e-12)
+    assert av["dynamic_friction"] == av["friction"]
+    assert [av["viscous_friction"][j] for j in JOINTS] == pytest.approx(FIT["viscous"], abs=1e-12)
+    # rho = 2, linear: half-width x (1 + 1) = 0.1; delay margin 0 (rho <= 2)
+    r = lit["RANGES"]["friction[panda_joint1]"]
+    assert r == pytest.approx((0.9, 1.1))
+    assert lit["DELAY_RANGE_STEPS"] == (1, 3)
+    assert lit["INTERVALS"]["viscous[panda_joint7]"] == (None, None)
+    assert lit["RANGES"]["viscous[panda_joint7]"] == (0.0, 5.0)  # search bounds (unidentified)
+    assert any("viscous[j7]" in w or "viscous[panda_joint7]" in w for w in warns)
+    # one randomize_joint_parameters term per joint; scale factors from the fitted values
+    tree = ast.parse(src)
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SysidEventsCfg")
+    names = [t.targets[0].id for t in cls.body if isinstance(t, ast.Assign)]
+    assert [f"joint_{j}" for j in JOINTS] == [n for n in names if n.startswith("joint_")]
+    assert "armature_panda_joint6" in names  # armature 0 cannot be scaled: own abs term
+    # the neutral file carries the same numbers
+    neutral = json.loads(paths["json"].read_text())
+    assert neutral["fitted"]["friction"] == pytest.approx(FIT["friction"])
+    assert neutral["intervals"]["viscous[panda_joint7]"]["lower"] is None
+    assert paths["yaml"].read_text().count("friction[panda_joint1]") >= 2
+
+
+def test_policy_none_gives_the_intervals_and_skip_drops_unidentified(tmp_path):
+    paths, _ = _export(tmp_path, allowance="none", unidentified="skip")
+    lit = _literals(paths["module"].read_text())
+    assert lit["RANGES"]["friction[panda_joint1]"] == pytest.approx((0.95, 1.05))
+    assert "viscous[panda_joint7]" not in lit["RANGES"]
+
+
+def test_range_policy_arithmetic():
+    iv = Interval("friction[j1]", "friction", "j1", 1.0, 0.9, 1.1, 0.05, True)
+    r, _ = make_range(iv, RangePolicy(combine="quadrature"), rho=4.0)
+    assert (r.lower, r.upper) == pytest.approx((0.8, 1.2))
+    r, _ = make_range(iv, RangePolicy(rel_margin=0.1), rho=1.0)
+    assert (r.lower, r.upper) == pytest.approx((0.8, 1.2))
+    r, _ = make_range(Interval("viscous[j1]", "viscous", "j1", 0.01, 0.0, 0.05, 0.02, True), RangePolicy(), rho=5.0)
+    assert r.lower == 0.0  # physical limit
+    with pytest.raises(ValueError):
+        RangePolicy(combine="max")
+
+
+def test_friction_term_covers_both_ranges():
+    op, (lo, hi) = friction_term_params(1.0, 0.5, (0.9, 1.1), (0.3, 0.6), "envelope")
+    assert op == "scale" and lo == pytest.approx(0.6) and hi == pytest.approx(1.2)
+    op, (lo, hi) = friction_term_params(1.0, 0.5, (0.9, 1.1), (0.3, 0.6), "coulomb")
+    assert (lo, hi) == pytest.approx((0.9, 1.1))
+    op, p = friction_term_params(0.0, 0.5, (0.0, 0.2), None)
+    assert op == "add" and p == pytest.approx((0.0, 0.2))
+
+
+def test_yaml_emitter_is_valid_yaml():
+    yaml = pytest.importorskip("yaml", reason="PyYAML not installed: the YAML text is checked only where it is")
+    obj = {"a": [1, 2.5, None], "b": {"c": "x: y", "d": [{"e": True}]}, "null": "no"}
+    assert yaml.safe_load(to_yaml(obj)) == obj
+
+
+_BUILD = textwrap.dedent(
+    """
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location("sysid_dr_isaaclab", sys.argv[1])
+    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+    from isaaclab.actuators import DelayedPDActuatorCfg
+    from isaaclab.assets import ArticulationCfg
+    from isaaclab.managers import EventTermCfg
+    a = m.make_actuator_cfg()
+    assert isinstance(a, DelayedPDActuatorCfg) and (a.min_delay, a.max_delay) == m.DELAY_RANGE_STEPS
+    assert a.armature == m.ACTUATOR_VALUES["armature"] and a.viscous_friction == m.ACTUATOR_VALUES["viscous_friction"]
+    b = m.make_actuator_cfg(randomize_delay=False)
+    assert b.min_delay == b.max_delay == m.FITTED["delay_steps"]
+    art = m.apply_to(ArticulationCfg())
+    assert art.actuators["sysid_arm"].friction == m.ACTUATOR_VALUES["friction"]
+    ev = m.SysidEventsCfg()
+    terms = {k: v for k, v in vars(ev).items() if isinstance(v, EventTermCfg)}
+    assert len([k for k in terms if k.startswith("joint_")]) == len(m.JOINT_NAMES)
+    for t in terms.values():
+        assert t.mode == "startup" and t.params["asset_cfg"].name == m.ASSET_NAME
+    print("OK", len(terms))
+    """
+)
+
+
+def test_generated_module_builds_isaaclab_configs(tmp_path):
+    paths, _ = _export(tmp_path)
+    script = tmp_path / "build.py"
+    script.write_text(_BUILD)
+    py = os.environ.get("ISAACLAB_PYTHON")
+    if py is None:
+        pytest.importorskip("isaaclab", reason="needs Isaac Lab (pip install -e '.[isaaclab]', or set ISAACLAB_PYTHON)")
+        py = sys.executable
+    res = subprocess.run([py, str(script), str(paths["module"])], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "OK" in res.stdout
