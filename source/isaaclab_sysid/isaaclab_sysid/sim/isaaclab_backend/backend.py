@@ -35,7 +35,14 @@ from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import PHYSICS_DT, Robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions, RunRollout, check_supported
 from isaaclab_sysid.sim.isaaclab_backend.asset import robot_usd
-from isaaclab_sysid.sim.isaaclab_backend.controllers import TorchArm, TorqueDelay, impedance_torque, joint_pd_torque, mat_to_quat_wxyz
+from isaaclab_sysid.sim.isaaclab_backend.controllers import (
+    PinocchioArm,
+    TorchArm,
+    TorqueDelay,
+    impedance_torque,
+    joint_pd_torque,
+    mat_to_quat_wxyz,
+)
 from isaaclab_sysid.sim.isaaclab_backend.scene import ReplayScene, make_spec
 from isaaclab_sysid.sim.schedule import RunSchedule, schedule_of
 
@@ -119,7 +126,11 @@ class IsaacLabBackend:
         return not sched.gravity_compensated
 
     def _scene_for(self, num_envs: int, gravity: bool) -> ReplayScene:
+        from isaaclab.sim import SimulationContext
+
         sc = self._scene
+        if sc is not None and SimulationContext.instance() is not sc.sim:
+            self._scene = sc = None  # another scene replaced ours (one SimulationContext per process)
         if sc is not None and sc.spec.num_envs >= num_envs and sc.spec.gravity == gravity:
             return sc
         if sc is not None:
@@ -140,6 +151,8 @@ class IsaacLabBackend:
         self._scene = ReplayScene(spec)
         if self._arm is None:
             self._arm = TorchArm(self.robot, self._scene.device)
+            # per-tick kinematics of the controller: Pinocchio per env on the CPU, batched torch on a GPU
+            self._ctl_arm = PinocchioArm(self.robot) if self._scene.device.type == "cpu" else self._arm
         return self._scene
 
     def close(self) -> None:
@@ -341,7 +354,7 @@ class IsaacLabBackend:
                 qt, qdt = q[tidx], qd[tidx]
                 cmd = torch.zeros_like(qt)
                 if any_task:
-                    cmd_task = impedance_torque(arm, qt, qdt, xtab[j][tq_run], t_kp6, t_kd6, law)
+                    cmd_task = impedance_torque(self._ctl_arm, qt, qdt, xtab[j][tq_run], t_kp6, t_kd6, law)
                     cmd = torch.where(t_task[:, None], cmd_task, cmd)
                 if any_pd_t:
                     cmd_pd = joint_pd_torque(qt, qdt, qtab[j][tq_run], t_kpn, t_kdn)

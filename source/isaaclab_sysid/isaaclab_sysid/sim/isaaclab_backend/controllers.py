@@ -153,6 +153,43 @@ class TorchArm:
         return tau
 
 
+class PinocchioArm:
+    """The same kinematic quantities as :class:`TorchArm`, from Pinocchio, one env at a time.
+
+    On the CPU device a per-env loop of Pinocchio calls (a few microseconds each)
+    is much cheaper than dozens of tiny batched torch ops per tick; on a GPU the
+    torch version avoids device round trips. Both are checked against each other.
+    """
+
+    def __init__(self, robot: Robot) -> None:
+        self.model = robot.build_pinocchio(gravity=False)
+        self.data = self.model.createData()
+        self.fid = self.model.getFrameId(EE_NAME)
+        self.n = self.model.nv
+
+    def kinematics(self, q: torch.Tensor, qd: torch.Tensor, coriolis: bool):
+        """``(R_ee (E,3,3), p_ee (E,3), J (E,6,N), C qd (E,N) or None)`` at q, qd (CPU float64)."""
+        m, d, fid = self.model, self.data, self.fid
+        qn, qdn = q.numpy(), qd.numpy()
+        E = qn.shape[0]
+        R = np.empty((E, 3, 3))
+        p = np.empty((E, 3))
+        J = np.empty((E, 6, self.n))
+        C = np.empty((E, self.n)) if coriolis else None
+        zero = np.zeros(self.n)
+        lwa = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+        for e in range(E):
+            pin.computeJointJacobians(m, d, qn[e])
+            pin.updateFramePlacement(m, d, fid)
+            J[e] = pin.getFrameJacobian(m, d, fid, lwa)
+            R[e] = d.oMf[fid].rotation
+            p[e] = d.oMf[fid].translation
+            if coriolis:
+                C[e] = pin.rnea(m, d, qn[e], qdn[e], zero)
+        t = torch.from_numpy
+        return t(R), t(p), t(J), (t(C) if coriolis else None)
+
+
 def mat_to_quat_wxyz(R: torch.Tensor) -> torch.Tensor:
     """(E, 4) unit quaternions wxyz of rotation matrices (E, 3, 3) (Shepperd's method, w >= 0)."""
     m00, m11, m22 = R[:, 0, 0], R[:, 1, 1], R[:, 2, 2]
@@ -208,7 +245,7 @@ def clip_norm(v: torch.Tensor, limit: torch.Tensor) -> torch.Tensor:
 
 
 def impedance_torque(
-    arm: TorchArm,
+    arm: TorchArm | PinocchioArm,
     q: torch.Tensor,
     qd: torch.Tensor,
     target: torch.Tensor,
@@ -219,15 +256,21 @@ def impedance_torque(
     """(E, N) task-space impedance torque (docs/replay.md), float64.
 
     Args:
+        arm: :class:`TorchArm` (any device) or :class:`PinocchioArm` (CPU).
         q, qd: (E, N) joint state.
         target: (E, 7) x* ++ quat* (xyzw, unit).
         kp, kd: (E, 6) diagonal gains (xyz, then rotation).
         law: per-env tensors ``coriolis`` (bool), ``rotvec`` (bool), ``max_pos`` and
             ``max_ori`` (<= 0: no clip), ``k_ns`` (null-space stiffness) and ``q_rest`` (E, N).
     """
-    R, p = arm.frames(q)
-    Re, pe = arm.ee_pose(R, p)
-    J = arm.jacobian(R, p, pe)
+    use_cor = bool(law["coriolis"].any())
+    if isinstance(arm, PinocchioArm):
+        Re, pe, J, cqd = arm.kinematics(q, qd, use_cor)
+    else:
+        R, p = arm.frames(q)
+        Re, pe = arm.ee_pose(R, p)
+        J = arm.jacobian(R, p, pe)
+        cqd = arm.coriolis(R, p, qd) if use_cor else None
     e = torch.cat(
         [
             clip_norm(target[:, :3] - pe, law["max_pos"]),
@@ -237,8 +280,8 @@ def impedance_torque(
     )
     xdot = (J @ qd[..., None])[..., 0]
     tau = (J.transpose(1, 2) @ (kp * e - kd * xdot)[..., None])[..., 0]
-    if bool(law["coriolis"].any()):
-        tau = tau + torch.where(law["coriolis"][:, None], arm.coriolis(R, p, qd), torch.zeros_like(tau))
+    if use_cor:
+        tau = tau + torch.where(law["coriolis"][:, None], cqd, torch.zeros_like(tau))
     k_ns = law["k_ns"]
     if bool((k_ns > 0).any()):
         y = k_ns[:, None] * (law["q_rest"] - q) - 2.0 * torch.sqrt(k_ns)[:, None] * qd
