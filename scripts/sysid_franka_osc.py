@@ -6,6 +6,8 @@ the run's own controller and gains, and moves the parameters to minimize
 
     sum_runs w_run * (w_q MSE(q) + w_dq MSE(qd) + w_x MSE(x_ee)).
 
+CMA-ES finds the basin; a Levenberg-Marquardt refinement (--refine_iter) then
+polishes the best candidate and its neighbouring delays to the noise floor.
 Then scores the best parameters against the nominal ones on the fit runs and on
 held-out runs (--heldout_csv), and writes a report. With --eval_params it skips
 the optimizer and only scores a given parameter file.
@@ -16,8 +18,8 @@ eval_rollout_<run>.csv, PNG plots and report.md.
 
 Example (bundled runs, CPU):
     python scripts/sysid_franka_osc.py \\
-        --real_csv data/real_runs/chirp_low.csv --real_csv data/real_runs/multiband_fit.csv \\
-        --heldout_csv data/real_runs/heldout.csv --num_envs 32 --max_iter 20
+        --real_csv data/real_runs/twin_chirp_low_fit.csv --real_csv data/real_runs/twin_multiband_fit.csv \\
+        --heldout_csv data/real_runs/twin_heldout_multiband.csv --num_envs 16 --max_iter 8
 """
 
 from __future__ import annotations
@@ -51,12 +53,18 @@ class Args:
     """CMA-ES population size = simulated envs per run block (candidates per generation)."""
     max_iter: int = 40
     """Number of CMA-ES generations."""
+    refine_iter: int = 10
+    """Levenberg-Marquardt iterations after CMA-ES on the replay residuals (0 = off); each costs two batched rollouts (docs/fit.md)."""
+    x0: str = "low"
+    """CMA-ES start: low (sliding regime: armature 20 %, friction/viscous 5 % of their ranges), center, or a sysid_best_params.json."""
     sigma: float = 0.25
     """Initial CMA-ES step size in the normalized parameter space (every group scaled to [0, 1] within its bounds)."""
     seed: int = 0
     """Random seed of the optimizer (same seed and runs give the same result)."""
     backend: Literal["mujoco", "isaaclab"] = "mujoco"
     """Physics backend: mujoco (CPU, default) or isaaclab (needs the [isaaclab] extra)."""
+    device: str = "cpu"
+    """Device of the isaaclab backend: cpu or cuda:0 (the mujoco backend always runs on the CPU)."""
     robot: str | None = None
     """Robot config name or path (default: the runs' sidecar 'robot', e.g. franka_panda)."""
     fit_groups: str = FIT_GROUPS_DEFAULT

@@ -51,9 +51,12 @@ class FitArgs:
     traj_weights: str | None = None
     num_envs: int = 64
     max_iter: int = 40
+    refine_iter: int = 10
+    x0: str = "low"
     sigma: float = 0.25
     seed: int = 0
     backend: str = "mujoco"
+    device: str = "cpu"
     robot: str | None = None
     fit_groups: str = FIT_GROUPS_DEFAULT
     armature_bounds: tuple[float, float] = (0.0, 0.5)
@@ -168,7 +171,9 @@ def build_robot(args: FitArgs, runs: Sequence[Run]):
 def build_backend(args: FitArgs, robot):
     options = ReplayOptions(warmup_ticks=args.warmup_ticks, torque_clamp=args.torque_clamp, slew_limit=args.slew_limit)
     try:
-        return make_backend(args.backend, robot, options)
+        # the isaaclab backend takes the device and sizes its delay buffer to the delay bounds
+        kw = {"device": args.device, "max_delay": max(4, int(max(args.delay_bounds)))} if args.backend == "isaaclab" else {}
+        return make_backend(args.backend, robot, options, **kw)
     except BackendUnavailableError as exc:
         raise FitError(str(exc), code=3) from None
 
@@ -247,7 +252,8 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
     if args.eval_params:
         return _eval_only(args, backend, space, runs + heldout, weights, log)
 
-    settings = CmaesSettings(popsize=args.num_envs, max_iter=args.max_iter, sigma0=args.sigma, seed=args.seed)
+    settings = CmaesSettings(popsize=args.num_envs, max_iter=args.max_iter, sigma0=args.sigma, seed=args.seed,
+                             x0=tuple(start_point(args.x0, space)))
     if resume_dir is not None:
         run_dir = resume_dir
         state, ck = latest_state(run_dir)
@@ -273,6 +279,7 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
 
     try:
         fit.run(on_gen)
+        _refine(fit, args, run_dir, log)
     except UnsupportedParameterError as exc:
         raise FitError(str(exc)) from None
     result = fit.result()
@@ -294,6 +301,57 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
     report = _write_report(run_dir, fit, result, all_runs, ev, fit_ev, held_ev, args.plots, time.perf_counter() - t_start)
     log(f"report: {report}")
     return run_dir
+
+
+def start_point(spec: str, space: ParamSpace) -> np.ndarray:
+    """The CMA-ES start in the normalized space: ``low``, ``center`` or a params JSON file.
+
+    ``low`` (default) starts in the sliding regime: armature at 20 % of its range,
+    friction and viscous at 5 %, the delay in the middle. From the centre of the
+    default bounds (2.5 N m of Coulomb friction) most joints stick, the loss is
+    flat in every direction that does not unstick them, and the search wastes its
+    generations there (docs/fit.md).
+    """
+    if spec == "center":
+        return np.full(space.dim, 0.5)
+    if spec == "low":
+        x = np.full(space.dim, 0.05)
+        for g in space.groups:
+            sl = space.slice(g.name)
+            if g.name == "armature":
+                x[sl] = 0.2
+            elif g.name in ("delay", "dynamic_ratio"):
+                x[sl] = 0.5
+        return x
+    from isaaclab_sysid.evaluate.heldout import load_params_file
+
+    try:
+        return space.normalize(space.decoded_from_json(load_params_file(spec)))
+    except (OSError, ValueError, KeyError) as exc:
+        raise FitError(f"--x0 {spec}: expected low, center or a sysid_best_params.json/checkpoint ({exc})") from None
+
+
+def _refine(fit: CmaesFit, args: FitArgs, run_dir: Path, log: Callable[[str], None]) -> None:
+    """Levenberg-Marquardt polish of the CMA-ES best (fit/refine.py); checkpointed every iteration."""
+    from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, refine_line
+
+    if args.refine_iter <= 0:
+        return
+    refiner = LMRefiner(fit.space, fit.backend, fit.runs, RefineSettings(max_iter=args.refine_iter),
+                        fit.weights, fit.traj_weights)
+    st = fit.state
+    if st.refine is None:
+        st.refine = refiner.start(st.best_x)
+        save_checkpoint(fit, run_dir)
+    while not st.refine.done:
+        rec = refiner.step(st.refine)
+        best = st.refine.best()
+        fit.adopt(best.x, best.loss, best.contrib)
+        if not args.quiet:
+            log(refine_line(rec, args.refine_iter))
+        save_checkpoint(fit, run_dir)
+    best = st.refine.best()
+    fit.adopt(best.x, best.loss, best.contrib)
 
 
 def _split_eval(ev, n_fit: int):
