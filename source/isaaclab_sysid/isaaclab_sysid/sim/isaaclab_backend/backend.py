@@ -223,15 +223,21 @@ class IsaacLabBackend:
         for grav in (False, True):
             idx = [i for i, s in enumerate(scheds) if self.gravity_for(s) == grav]
             if idx:
-                t = self._rollout_group([scheds[i] for i in idx], params, p_count, grav, [outs[i] for i in idx])
+                gen = self.replay_steps([scheds[i] for i in idx], params, p_count, grav, [outs[i] for i in idx])
+                t = drive(gen)
                 total["wall_s"] += t["wall_s"]
                 total["env_steps"] += t["env_steps"]
         self.last_timing = total
         return outs
 
-    def _rollout_group(
-        self, scheds: list[RunSchedule], params: dict, P: int, gravity: bool, outs: list[RunRollout]
-    ) -> dict[str, float]:
+    def replay_steps(self, scheds: list[RunSchedule], params: dict, P: int, gravity: bool, outs: list[RunRollout]):
+        """The replay of runs of one gravity setting, as a generator (used by :meth:`rollout` and the gym task).
+
+        It yields ``(k, q, qd)`` (tick, float64 (E, N) state tensors) at every tick at
+        which some run samples, and accepts via ``send`` an optional extra torque
+        (E, N) added to every env's applied torque until the next sample (None:
+        none); it returns the timing dict and fills ``outs``.
+        """
         R = len(scheds)
         n = self.n_dof
         sc = self._scene_for(P * R, gravity)
@@ -338,6 +344,7 @@ class IsaacLabBackend:
         vmax = float(self.options.max_joint_velocity)
         effort = torch.zeros(E, n, **f64)
         tau_applied = torch.zeros(E, n, **f64)
+        extra = None
 
         sc.reset(q_init)
         t0 = time.perf_counter()
@@ -379,10 +386,15 @@ class IsaacLabBackend:
                     rec["tau"][r][i] = torch.clamp(t, -tau_max_t, tau_max_t) if self.options.torque_clamp else t
                 else:
                     rec["tau"][r][i] = tau_applied[blk]
+            if k in samples:
+                extra = yield k, q, qd
+                if extra is not None:
+                    extra = torch.as_tensor(extra, **f64).expand(E, n)
             if k == last:
                 break
             pos_target = torch.where(native_t[:, None], qtab[j][run_t], q_init)
-            sc.step(pos_target, torch.where(diverged[:, None], 0.0, effort))
+            eff = effort if extra is None else effort + extra
+            sc.step(pos_target, torch.where(diverged[:, None], 0.0, eff))
             if j % 50 == 49:
                 new = diverged & ~parked
                 if bool(new.any()):  # park diverged envs at rest so the solver stays finite
@@ -411,6 +423,16 @@ class IsaacLabBackend:
                 for a_ in (out.q, out.dq, out.ee_pos, out.ee_quat, out.tau):
                     a_[p, after] = np.nan
         return {"wall_s": wall, "env_steps": float(n_ticks * P * R)}
+
+
+def drive(gen) -> dict[str, float]:
+    """Run a :meth:`IsaacLabBackend.replay_steps` generator to the end with no extra torque."""
+    try:
+        next(gen)
+        while True:
+            gen.send(None)
+    except StopIteration as stop:
+        return stop.value
 
 
 def default_device() -> str:
