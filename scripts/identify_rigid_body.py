@@ -1,6 +1,7 @@
 """Identify rigid-body parameters by least squares and seed the simulator's nominal inertials.
 
-Reads real logs (today: the UR10e CSV format of shared/data/ur10e), preprocesses
+Reads real logs (the UR10e CSV format of shared/data/ur10e, or runs in the project's
+run format with --runs, e.g. Franka logs: output signal tau_J), preprocesses
 them (time-axis correction, zero-phase Butterworth, resampling, central
 differences), builds the Pinocchio joint-torque regressor with armature,
 viscous, Coulomb and offset columns, reduces it to base parameters (pivoted QR),
@@ -11,8 +12,9 @@ predicts every held-out run.
 Writes into --out: rb_params.json, nominal_inertials.json (for
 Robot.with_inertials and the fit's --nominal FILE), report.md and plots/*.png.
 
-Example:
+Examples:
     python scripts/identify_rigid_body.py --out logs/rigid_body/ur10e
+    python scripts/identify_rigid_body.py --runs a.csv b.csv --heldout c.csv --out logs/rigid_body/franka
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from isaaclab_sysid.rigid_body.pipeline import (
     run_pipeline,
 )
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
+from isaaclab_sysid.rigid_body.runs_input import process_run, read_runs, robot_of
 from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
 from isaaclab_sysid.rigid_body.ur10e_data import (
     is_fourier_unloaded,
@@ -44,14 +47,25 @@ from isaaclab_sysid.robots import load_robot
 
 @dataclass
 class Args:
-    """Rigid-body least squares on real logs (UR10e CSV format)."""
+    """Rigid-body least squares on real logs (UR10e CSV format, or --runs in the run format)."""
 
     out: Path = Path("logs/rigid_body/ur10e")
     """Output folder (created)."""
+    runs: tuple[Path, ...] = ()
+    """Identification runs in the project's run format (CSV + sidecar, or HDF5); when given,
+    the UR10e data is not used and the output is the measured joint torque (--signal)."""
+    heldout: tuple[Path, ...] = ()
+    """Held-out runs (run format) whose torque is predicted and reported."""
+    signal: str = "tau_J"
+    """--runs output signal: tau_J (measured joint torque, libfranka: includes gravity) or tau (commanded)."""
+    tau_includes_gravity: bool = True
+    """--runs: the signal contains gravity (real Panda tau_J: yes; the gravity-free twin's tau_J: no)."""
+    logged_velocity: bool = True
+    """--runs: use the logged dq (filtered) instead of differentiating q."""
     data: Path | None = None
     """UR10e data folder with identification_data/ and validation_data/ (default: the shared data)."""
-    robot: str = "ur10e"
-    """Robot config name or path."""
+    robot: str | None = None
+    """Robot config name or path (default: ur10e, or the runs' sidecar robot with --runs)."""
     ident: tuple[str, ...] = ()
     """Identification CSV names (default: the Fourier runs without payload, '*harm*' and not '*Load*')."""
     method: str = "ols"
@@ -74,15 +88,96 @@ class Args:
     """Grid points per joint (joint 1 held)."""
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     """Audit seeds."""
-    sdp_mode: str = "auto"
-    """SDP: exact (reproduce the base parameters), penalized, or auto."""
+    sdp_mode: str = "map"
+    """SDP: map (Mahalanobis to the base parameters + URDF prior), exact (reproduce them), or auto."""
+    prior_rel_std: float = 0.3
+    """Prior std of the URDF link parameters: this fraction of the link mass (x radius of gyration for
+    first moments, its square for inertias)."""
+    prior_weight: float = 1.0
+    """Weight of the prior term (0: nearest to the data only: unphysical splits)."""
+    sdp_covariance: str = "hac"
+    """Base-parameter covariance in the SDP: hac (Newey-West, autocorrelated residuals) or ols."""
+    hac_lag_s: float = 0.5
+    """HAC window [s]."""
     mass_upper_factor: float | None = None
-    """Optional SDP bound on link masses, factor x URDF mass."""
+    """Optional SDP bound on link masses, factor x URDF mass (UR10e authors: 1.1)."""
+    mass_lower_factor: float | None = None
+    """Optional SDP lower bound on link masses, factor x URDF mass."""
     no_plots: bool = False
     """Skip the PNG per held-out run."""
 
 
+def _options(args: Args) -> PipelineOptions:
+    return PipelineOptions(
+        method=args.method,
+        audit_grid=args.audit_grid,
+        audit_uniform=args.audit_uniform,
+        audit_dense=args.audit_dense,
+        audit_seeds=args.seeds,
+        sdp_mode=args.sdp_mode,
+        prior_rel_std=args.prior_rel_std,
+        prior_weight=args.prior_weight,
+        sdp_covariance=args.sdp_covariance,
+        hac_lag_s=args.hac_lag_s,
+        mass_upper_factor=args.mass_upper_factor,
+        mass_lower_factor=args.mass_lower_factor,
+        plots=not args.no_plots,
+    )
+
+
+def _print(res, unit: str, n_ident: int, n_valid: int, t_load: float) -> None:
+    print(f"identification runs: {n_ident}; held-out runs: {n_valid}; load+preprocess {t_load:.1f} s")
+    print(f"base parameters {res.base.rank}/{len(res.base.param_names)}; cond {res.fit.cond:.1f}")
+    rec, c = res.reconstruction, res.consistency
+    print(f"audit LS: {'PASS' if res.audit_ls.passed else 'FAIL'} min eig {res.audit_ls.min_eig:.4g} "
+          f"over {res.audit_ls.n_poses} poses; SDP mode {rec.mode}; "
+          f"audit SDP: {'PASS' if res.audit_reconstructed.passed else 'FAIL'}")
+    print(f"SDP consistency (b = {c['base_dof']}): Mahalanobis {c['mahalanobis_hac_cov']:.1f} HAC cov "
+          f"(p {c['p_value_hac_cov']:.3g}), {c['mahalanobis_ols_cov']:.1f} OLS cov (p {c['p_value_ols_cov']:.3g})")
+    print("link masses [kg] (URDF -> SDP): " + ", ".join(
+        f"{n.rsplit('.', 1)[0]} {m0:.3f}->{m:.3f}"
+        for n, m0, m in zip(res.base.param_names[0 : 10 * len(rec.masses) : 10], rec.prior_masses, rec.masses)))
+    for m, r in res.pooled_rmse.items():
+        print(f"held-out RMSE [{unit}] {m:>22}: " + " ".join(f"{v:.3f}" for v in r))
+    print("timing [s]: " + ", ".join(f"{k} {v:.2f}" for k, v in res.timing_s.items()))
+    for k, v in res.files.items():
+        print(f"wrote {k}: {v}")
+
+
+def main_runs(args: Args) -> int:
+    """--runs mode: runs in the project's run format, output = measured joint torque."""
+    from isaaclab_sysid.data import RunFormatError
+    from isaaclab_sysid.robots.config import RobotConfigError
+
+    t0 = time.perf_counter()
+    try:
+        ident_runs = read_runs(list(args.runs))
+        held_runs = read_runs(list(args.heldout))
+        robot = load_robot(robot_of(ident_runs + held_runs, args.robot))
+    except (RunFormatError, RobotConfigError, ValueError, OSError) as exc:
+        print(f"error: {exc}")
+        return 2
+    for r in ident_runs + held_runs:
+        if r.n_dof != robot.n_dof:
+            print(f"error: run {r.name} has {r.n_dof} joints, robot {robot.name} has {robot.n_dof}")
+            return 2
+    reg = Regressor(robot, RegressorOptions(coulomb_deadband=args.coulomb_deadband, gravity=args.tau_includes_gravity))
+    pre = PreprocessOptions(dt=args.dt, cutoff_hz=args.cutoff_hz)
+    try:
+        ident = [process_run(r, pre, args.signal, args.logged_velocity) for r in ident_runs]
+        valid = {r.name: process_run(r, pre, args.signal, args.logged_velocity) for r in held_runs}
+    except ValueError as exc:
+        print(f"error: {exc}")
+        return 2
+    t_load = time.perf_counter() - t0
+    res = run_pipeline(reg, ident, valid, args.out, args.signal, None, "N m", _options(args))
+    _print(res, "N m", len(ident), len(valid), t_load)
+    return 0
+
+
 def main(args: Args) -> int:
+    if args.runs:
+        return main_runs(args)
     data = args.data or ur10e_dir()
     if not (data / "identification_data").is_dir() or not (data / "validation_data").is_dir():
         print(f"error: {data}: needs identification_data/ and validation_data/ (set --data or ISAACLAB_SYSID_SHARED)")
@@ -104,7 +199,7 @@ def main(args: Args) -> int:
     else:
         print("error: --drive-gains needed (no published parameter file found)")
         return 2
-    robot = load_robot(args.robot)
+    robot = load_robot(args.robot or "ur10e")
     reg = Regressor(robot, RegressorOptions(coulomb_deadband=args.coulomb_deadband))
     pre = PreprocessOptions(dt=args.dt, cutoff_hz=args.cutoff_hz)
     t0 = time.perf_counter()
@@ -112,27 +207,8 @@ def main(args: Args) -> int:
     valid = {f.name: load_ur10e_processed(f, pre) for f in list_runs(data / "validation_data")}
     t_load = time.perf_counter() - t0
     ref = {"published (authors)": published_standard_vector(reg, published)} if published is not None else None
-    opt = PipelineOptions(
-        method=args.method,
-        audit_grid=args.audit_grid,
-        audit_uniform=args.audit_uniform,
-        audit_dense=args.audit_dense,
-        audit_seeds=args.seeds,
-        sdp_mode=args.sdp_mode,
-        mass_upper_factor=args.mass_upper_factor,
-        plots=not args.no_plots,
-    )
-    res = run_pipeline(reg, runs, valid, args.out, "current", gains, "A", opt, ref)
-    print(f"identification runs: {len(runs)}; held-out runs: {len(valid)}; load+preprocess {t_load:.1f} s")
-    print(f"base parameters {res.base.rank}/{len(res.base.param_names)}; cond {res.fit.cond:.1f}")
-    print(f"audit LS: {'PASS' if res.audit_ls.passed else 'FAIL'} min eig {res.audit_ls.min_eig:.4g} "
-          f"over {res.audit_ls.n_poses} poses; SDP mode {res.reconstruction.mode}; "
-          f"audit SDP: {'PASS' if res.audit_reconstructed.passed else 'FAIL'}")
-    for m, r in res.pooled_rmse.items():
-        print(f"held-out RMSE [A] {m:>22}: " + " ".join(f"{v:.3f}" for v in r))
-    print("timing [s]: " + ", ".join(f"{k} {v:.2f}" for k, v in res.timing_s.items()))
-    for k, v in res.files.items():
-        print(f"wrote {k}: {v}")
+    res = run_pipeline(reg, runs, valid, args.out, "current", gains, "A", _options(args), ref)
+    _print(res, "A", len(runs), len(valid), t_load)
     return 0
 
 

@@ -109,9 +109,14 @@ def compute_base_parameters(
     """Base parameters of ``regressor`` from a pivoted QR over ``n_samples`` random states."""
     rng = np.random.default_rng(seed)
     W = regressor.matrix(*random_states(regressor, n_samples, rng))
-    # scale-free rank: normalize columns (zero columns stay zero)
+    # scale-free rank: normalize columns. Columns at rounding level (a Pinocchio column that
+    # is zero in exact arithmetic, e.g. the Panda's link-2 m c_z, comes out ~1e-16) are set
+    # to zero first: normalizing them would turn rounding noise into a spurious independent column.
     norms = np.linalg.norm(W, axis=0)
-    Wn = W / np.where(norms > 0, norms, 1.0)
+    null = norms <= 1e-10 * norms.max()
+    W = W.copy()
+    W[:, null] = 0.0
+    Wn = W / np.where(null, 1.0, norms)
     _, R, piv = scipy.linalg.qr(Wn, mode="economic", pivoting=True)
     d = np.abs(np.diag(R))
     rank = int(np.sum(d > tol * d[0]))

@@ -199,3 +199,53 @@ def ols_batch(W: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Rinv = scipy.linalg.solve_triangular(R, np.eye(R.shape[0]))
     d = np.sum(Rinv**2, axis=1)
     return thetas.T, np.sqrt(np.outer(sigma2, d))
+
+
+def hac_covariance(
+    W: np.ndarray,
+    r: np.ndarray,
+    n_dof: int,
+    lags: int,
+    segments: list[int] | None = None,
+    bread: np.ndarray | None = None,
+) -> np.ndarray:
+    """Newey-West (HAC) covariance of an OLS estimate whose residuals are correlated in time.
+
+    Filtering and resampling make neighbouring samples' residuals correlated, and
+    the joints' residuals differ in size; the plain ``sigma^2 (W^T W)^-1`` then
+    understates the error. With the score per sample ``g_t = W_t^T r_t`` (W_t: the
+    N rows of sample t), ``S = sum_{|l| <= L} (1 - |l| / (L + 1)) sum_t g_t g_{t+l}^T``
+    (within each run only) and ``Cov = (W^T W)^-1 S (W^T W)^-1`` (computed via QR).
+
+    Args:
+        W: (M, p) regressor, rows sample-major; r: (M,) OLS residual.
+        n_dof: N rows per sample.
+        lags: L, the Bartlett window [samples].
+        segments: samples per run (sum = M / N); lags never cross runs. None: one run.
+        bread: (p, p) (W^T W)^-1 if already known (an OLS result's ``cov / sigma2``); else from a QR.
+    """
+    W = np.asarray(W, dtype=float)
+    r = np.asarray(r, dtype=float).ravel()
+    T = W.shape[0] // n_dof
+    p = W.shape[1]
+    G = (W * r[:, None]).reshape(T, n_dof, p).sum(axis=1)  # (T, p) scores
+    segments = [T] if segments is None else list(segments)
+    if sum(segments) != T:
+        raise ValueError(f"segments sum to {sum(segments)} samples, regressor has {T}")
+    S = np.zeros((p, p))
+    start = 0
+    for n in segments:
+        g = G[start : start + n]
+        S += g.T @ g
+        for lag in range(1, min(lags, n - 1) + 1):
+            C = g[lag:].T @ g[:-lag]
+            S += (1.0 - lag / (lags + 1.0)) * (C + C.T)
+        start += n
+    if bread is None:
+        _, R = np.linalg.qr(W, mode="reduced")
+        Rinv = scipy.linalg.solve_triangular(R, np.eye(p))
+        A = Rinv @ Rinv.T  # (W^T W)^-1
+    else:
+        A = np.asarray(bread, dtype=float)
+    cov = A @ S @ A
+    return 0.5 * (cov + cov.T)

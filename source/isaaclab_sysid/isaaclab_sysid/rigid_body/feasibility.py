@@ -6,8 +6,9 @@
     App. D-G), and reports counts, the minimum eigenvalue and the seeds.
 (b) :func:`reconstruct_standard` finds standard link parameters (10 per link)
     whose every 4x4 pseudo-inertia is positive definite, consistent with the
-    identified base parameters and nearest to the URDF prior: a semidefinite
-    program solved with cvxpy (CLARABEL, else SCS). A feasible standard set
+    identified base parameters (Mahalanobis distance under their covariance) and
+    nearest to the URDF prior (a Gaussian prior with a relative std per
+    parameter): a semidefinite program solved with cvxpy (CLARABEL, else SCS). A feasible standard set
     makes M(q) positive definite at every pose, which the audit then confirms.
 """
 
@@ -174,14 +175,20 @@ class Reconstruction:
 
     Attributes:
         pi: (P,) standard parameters.
-        mode: "exact" (base parameters reproduced exactly) or "penalized"
-            (Mahalanobis distance to the identified base parameters minimized).
+        mode: "map" (Mahalanobis distance to the identified base parameters + prior
+            term, the default) or "exact" (base parameters reproduced exactly).
         status: solver status.
         solver: solver name.
-        base_mahalanobis: (K pi - pi_b)^T Cov^-1 (K pi - pi_b).
+        base_mahalanobis: d^2 = (K pi - pi_b)^T Cov^-1 (K pi - pi_b).
+        base_dof: b, the degrees of freedom of d^2 under the LS error model.
+        base_p_value: P(chi^2_b >= d^2): how consistent the reconstruction stays with
+            the identified base parameters (large = well inside their confidence region).
         base_max_abs_error: max |K pi - pi_b|.
         link_min_eig: (n_links,) smallest pseudo-inertia eigenvalue per link.
-        prior_distance: scaled distance to the prior.
+        prior_distance: sqrt(sum ((pi - prior) / prior_std)^2) over the link parameters.
+        prior_std: (P,) the prior standard deviation used per parameter (inf: no prior).
+        prior_weight: multiplier of the prior term.
+        masses: (n_links,) reconstructed link masses [kg]; prior_masses: the prior's.
     """
 
     pi: np.ndarray
@@ -189,19 +196,57 @@ class Reconstruction:
     status: str
     solver: str
     base_mahalanobis: float
+    base_dof: int
+    base_p_value: float
     base_max_abs_error: float
     link_min_eig: np.ndarray
     prior_distance: float
+    prior_std: np.ndarray
+    prior_weight: float
+    masses: np.ndarray
+    prior_masses: np.ndarray
+
+    def summary(self) -> dict:
+        """JSON-ready dict (``pi`` omitted: the caller names its entries)."""
+        d = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items() if k != "pi"}
+        d["prior_std"] = [None if not np.isfinite(x) else float(x) for x in self.prior_std]
+        return d
 
 
-def _param_scale(regressor: Regressor, prior: np.ndarray) -> np.ndarray:
-    floors = {"m": 0.1, "mcx": 0.01, "mcy": 0.01, "mcz": 0.01}
-    scale = np.empty(regressor.n_params)
-    for k, name in enumerate(regressor.param_names):
-        short = name.rsplit(".", 1)[1]
-        floor = floors.get(short, 1e-3 if short.startswith("I") else 0.05)
-        scale[k] = max(abs(prior[k]), floor)
-    return scale
+def prior_std(
+    regressor: Regressor,
+    prior: np.ndarray,
+    rel_std: float = 0.3,
+    min_radius: float = 0.05,
+) -> np.ndarray:
+    """(P,) prior standard deviation of each standard parameter, link-consistently scaled.
+
+    For link i with prior mass m and radius r = max(sqrt(tr(I_origin) / (2 m)), min_radius) [m]
+    (the radius of gyration about the link origin, including the com offset):
+    mass m -> rel_std m; first moments m c -> rel_std m r; inertias about the origin ->
+    rel_std m r^2. Scaling with the link's own size (not with |prior_k|) gives a
+    proper std to parameters whose prior is zero (off-diagonal inertias, com
+    components on an axis). Joint terms (armature, friction, offset) have no URDF
+    prior: inf (no prior term).
+    """
+    n = regressor.n_dof
+    s = np.full(regressor.n_params, np.inf)
+    for i in range(n):
+        p = prior[10 * i : 10 * i + 10]
+        m = max(float(p[0]), 1e-6)
+        tr = float(p[4] + p[6] + p[9])
+        r = max(np.sqrt(max(tr, 0.0) / (2.0 * m)), min_radius)
+        s[10 * i] = rel_std * m
+        s[10 * i + 1 : 10 * i + 4] = rel_std * m * r
+        s[10 * i + 4 : 10 * i + 10] = rel_std * m * r * r
+    return s
+
+
+def chi2_sf(x: float, dof: int) -> float:
+    """P(chi^2_dof >= x)."""
+    import scipy.stats
+
+    return float(scipy.stats.chi2.sf(x, dof))
 
 
 def reconstruct_standard(
@@ -211,27 +256,45 @@ def reconstruct_standard(
     cov_b: np.ndarray,
     prior: np.ndarray | None = None,
     eps: float = 1e-6,
-    mode: str = "auto",
-    penalty_weight: float = 1e-3,
+    mode: str = "map",
+    prior_rel_std: float = 0.3,
+    prior_weight: float = 1.0,
     mass_upper_factor: float | None = None,
+    mass_lower_factor: float | None = None,
 ) -> Reconstruction:
     """Standard parameters with every pseudo-inertia >= eps I, consistent with ``pi_b``, nearest the prior.
+
+    ``map`` (default) minimizes a maximum-a-posteriori objective: the Mahalanobis distance
+    of the implied base parameters to the identified ones plus a Gaussian prior toward
+    the URDF link parameters,
+
+        (K pi - pi_b)^T Cov^-1 (K pi - pi_b) + prior_weight * sum_k ((pi_k - prior_k) / s_k)^2,
+
+    with ``s`` from :func:`prior_std` (``prior_rel_std`` of the link mass, scaled by the
+    link's radius of gyration for first moments and inertias; no prior on joint terms),
+    subject to every link's 4x4 pseudo-inertia >= eps I, armature/viscous/Coulomb >= 0
+    and the optional mass bounds. The data decide the identifiable combinations, the
+    prior the rest (the unidentifiable parameters and how grouped ones split).
 
     Args:
         regressor: defines the standard vector (P,).
         base: the base-parameter map K (b, P).
         pi_b: (b,) identified base parameters; cov_b: (b, b) their covariance.
         prior: (P,) the URDF prior (default: the regressor's robot).
-        eps: margin on each pseudo-inertia's eigenvalues (and on M(q)) [kg m^2 scale].
-        mode: "exact" (K pi = pi_b), "penalized" (min Mahalanobis + penalty_weight x prior
-            distance), or "auto" (exact, falling back to penalized when infeasible).
-        penalty_weight: weight of the prior distance in "penalized" mode.
-        mass_upper_factor: optional bound m_i <= factor x prior m_i (the UR10e
-            authors used 1.1); None leaves masses bounded only by feasibility.
+        eps: margin on each pseudo-inertia's eigenvalues [kg m^2 scale].
+        mode: "map", "exact" (K pi = pi_b, minimize the prior term; usually infeasible for
+            noisy estimates), or "auto" (exact, falling back to map when infeasible).
+        prior_rel_std: relative prior std (0.3: 30 % of the link mass, see :func:`prior_std`).
+        prior_weight: multiplier of the prior term (1: a proper Gaussian prior; 0: pure
+            Mahalanobis, nearest to the data only).
+        mass_upper_factor, mass_lower_factor: optional bounds factor x prior link mass
+            (the UR10e authors used 0 < m <= 1.1 m_URDF).
     """
     prior = regressor.prior() if prior is None else np.asarray(prior, dtype=float)
     n_links = regressor.n_dof
-    scale = _param_scale(regressor, prior)
+    s = prior_std(regressor, prior, prior_rel_std)
+    has_prior = np.isfinite(s)
+    inv_s = np.where(has_prior, 1.0 / np.where(has_prior, s, 1.0), 0.0)
     K = base.K
     pi = cp.Variable(regressor.n_params)
     cons = []
@@ -248,14 +311,16 @@ def reconstruct_standard(
             ]
         )
         cons.append(J - eps * np.eye(4) >> 0)
-    if mass_upper_factor is not None:
-        for i in range(n_links):
+    for i in range(n_links):
+        if mass_upper_factor is not None:
             cons.append(pi[10 * i] <= mass_upper_factor * prior[10 * i])
+        if mass_lower_factor is not None:
+            cons.append(pi[10 * i] >= mass_lower_factor * prior[10 * i])
     for term in ("armature", "viscous", "coulomb"):
         if term in regressor.joint_terms:
             cons.append(pi[regressor.term_slice(term)] >= 0)
-    prior_term = cp.sum_squares(cp.multiply(1.0 / scale, pi - prior))
-    # whitening of the base-parameter error: cov = L L^T -> ||L^-1 e||^2
+    prior_term = cp.sum_squares(cp.multiply(inv_s, pi - prior))
+    # whitening of the base-parameter error: cov = V diag(w) V^T -> ||diag(w)^-1/2 V^T e||^2
     w, V = np.linalg.eigh(0.5 * (cov_b + cov_b.T))
     floor = max(1e-12 * float(w.max()), 1e-300) if w.max() > 0 else 1.0
     Linv = (V / np.sqrt(np.maximum(w, floor))).T
@@ -270,27 +335,36 @@ def reconstruct_standard(
                 continue
         return "none"
 
-    modes = ["exact", "penalized"] if mode == "auto" else [mode]
+    if mode == "penalized":  # the earlier name of "map"
+        mode = "map"
+    modes = ["exact", "map"] if mode == "auto" else [mode]
     for md in modes:
         if md == "exact":
             prob = cp.Problem(cp.Minimize(prior_term), cons + [K @ pi == pi_b])
-        elif md == "penalized":
+        elif md == "map":
             maha = cp.sum_squares(Linv @ (K @ pi - pi_b))
-            prob = cp.Problem(cp.Minimize(maha + penalty_weight * prior_term), cons)
+            prob = cp.Problem(cp.Minimize(maha + prior_weight * prior_term), cons)
         else:
-            raise ValueError(f"unknown mode {md!r}; choose exact, penalized or auto")
+            raise ValueError(f"unknown mode {md!r}; choose map, exact or auto")
         solver = _solve(prob)
         if solver != "none" and pi.value is not None:
             x = np.asarray(pi.value, dtype=float)
             e = K @ x - pi_b
+            d2 = float(np.sum((Linv @ e) ** 2))
             return Reconstruction(
                 pi=x,
                 mode=md,
                 status=str(prob.status),
                 solver=solver,
-                base_mahalanobis=float(np.sum((Linv @ e) ** 2)),
+                base_mahalanobis=d2,
+                base_dof=int(base.rank),
+                base_p_value=chi2_sf(d2, base.rank),
                 base_max_abs_error=float(np.max(np.abs(e))),
                 link_min_eig=link_min_eigs(x, n_links),
-                prior_distance=float(np.sqrt(np.sum(((x - prior) / scale) ** 2))),
+                prior_distance=float(np.sqrt(np.sum(((x - prior) * inv_s) ** 2))),
+                prior_std=s,
+                prior_weight=float(prior_weight),
+                masses=x[0 : 10 * n_links : 10].copy(),
+                prior_masses=prior[0 : 10 * n_links : 10].copy(),
             )
     raise RuntimeError(f"SDP reconstruction failed in mode(s) {modes}: last status {prob.status}")

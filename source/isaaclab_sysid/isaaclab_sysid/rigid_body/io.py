@@ -1,7 +1,7 @@
 """Files: ``rb_params.json`` and the link-inertial override (``--nominal FILE``).
 
-Every file is written atomically: to a temporary file in the same folder, then
-``os.replace``. The override file holds, per link name, mass [kg], centre of
+Every file is written atomically with the shared :mod:`isaaclab_sysid.utils.atomic`
+(a temporary file in the same folder, fsync, then ``os.replace``). The override file holds, per link name, mass [kg], centre of
 mass (3,) [m] and inertia (3, 3) about the centre of mass [kg m^2] in the
 link frame, exactly what :class:`~isaaclab_sysid.robots.LinkInertial` holds and
 :meth:`Robot.with_inertials` consumes.
@@ -10,14 +10,13 @@ link frame, exactly what :class:`~isaaclab_sysid.robots.LinkInertial` holds and
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from isaaclab_sysid.robots import LinkInertial
+from isaaclab_sysid.utils import atomic
 
 NOMINAL_SCHEMA = "isaaclab_sysid.link_inertials/1"
 RB_PARAMS_SCHEMA = "isaaclab_sysid.rb_params/1"
@@ -25,23 +24,6 @@ RB_PARAMS_SCHEMA = "isaaclab_sysid.rb_params/1"
 
 class NominalFileError(ValueError):
     """The inertial override file is malformed (the message names the file and key)."""
-
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
 
 
 def _jsonable(obj: Any) -> Any:
@@ -64,8 +46,9 @@ def _jsonable(obj: Any) -> Any:
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
-    """Write ``obj`` as indented JSON (numpy converted, non-finite -> null) atomically."""
-    return atomic_write_text(path, json.dumps(_jsonable(obj), indent=2, allow_nan=False) + "\n")
+    """Write ``obj`` as indented JSON (numpy converted, non-finite -> null) atomically; returns the path."""
+    atomic.atomic_write_json(path, _jsonable(obj))
+    return Path(path)
 
 
 def inertials_to_dict(inertials: dict[str, LinkInertial]) -> dict:

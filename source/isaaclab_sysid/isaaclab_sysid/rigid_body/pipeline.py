@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.rigid_body.base_params import BaseParameters, compute_base_parameters
-from isaaclab_sysid.rigid_body.estimate import LSResult, estimate
+from isaaclab_sysid.rigid_body.estimate import LSResult, estimate, hac_covariance
 from isaaclab_sysid.rigid_body.feasibility import (
     AuditResult,
     Reconstruction,
     audit_mass_matrix,
+    chi2_sf,
     default_domain,
     reconstruct_standard,
 )
@@ -37,8 +38,14 @@ class PipelineOptions:
         method: "ols", "wls", "tls" ("iv" needs an instrument: use the API).
         base_samples, base_seed: random samples and seed of the base-parameter QR.
         audit_grid, audit_uniform, audit_dense, audit_seeds: the all-pose audit's pose set.
-        sdp_eps: pseudo-inertia margin; sdp_mode: "auto", "exact", "penalized".
-        mass_upper_factor: optional SDP bound m <= factor x URDF mass.
+        sdp_eps: pseudo-inertia margin; sdp_mode: "map" (default), "exact", "auto".
+        prior_rel_std: relative std of the URDF prior in the SDP (30 % of the link mass,
+            scaled by the link's radius of gyration for moments and inertias).
+        prior_weight: multiplier of the prior term (0: nearest to the data only).
+        mass_upper_factor, mass_lower_factor: optional SDP bounds factor x URDF mass.
+        sdp_covariance: covariance of the base parameters used by the SDP's Mahalanobis
+            term: "hac" (Newey-West, residual autocorrelation within ``hac_lag_s``) or "ols".
+        hac_lag_s: the HAC window [s].
         plots: write a PNG per held-out run.
     """
 
@@ -50,8 +57,13 @@ class PipelineOptions:
     audit_dense: int = 1000
     audit_seeds: tuple[int, ...] = (0, 1, 2)
     sdp_eps: float = 1e-6
-    sdp_mode: str = "auto"
+    sdp_mode: str = "map"
+    prior_rel_std: float = 0.3
+    prior_weight: float = 1.0
     mass_upper_factor: float | None = None
+    mass_lower_factor: float | None = None
+    sdp_covariance: str = "hac"
+    hac_lag_s: float = 0.5
     plots: bool = True
 
 
@@ -66,6 +78,8 @@ class PipelineResult:
     audit_reconstructed: AuditResult
     validation_rmse: dict[str, dict[str, np.ndarray]]
     pooled_rmse: dict[str, np.ndarray]
+    cov_hac: np.ndarray | None = None
+    consistency: dict = field(default_factory=dict)
     timing_s: dict[str, float] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
 
@@ -83,7 +97,13 @@ def load_ur10e_processed(path: Path, options: PreprocessOptions) -> Processed:
 def _stack(reg: Regressor, base: BaseParameters, runs: list[Processed], signal: str, gains):
     W = np.vstack([base.columns(reg.matrix(p.q, p.qd, p.qdd, gains)) for p in runs])
     y = np.concatenate([p.signals[signal].ravel() for p in runs])
-    return W, y
+    return W, y, [int(p.q.shape[0]) for p in runs]
+
+
+def _mahalanobis(e: np.ndarray, cov: np.ndarray) -> float:
+    w, V = np.linalg.eigh(0.5 * (cov + cov.T))
+    z = V.T @ e / np.sqrt(np.maximum(w, 1e-12 * w.max()))
+    return float(z @ z)
 
 
 def published_standard_vector(reg: Regressor, pub: PublishedParameters) -> np.ndarray:
@@ -123,11 +143,17 @@ def run_pipeline(
     base = compute_base_parameters(reg, opt.base_samples, opt.base_seed)
     timing["base_parameters"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    W, y = _stack(reg, base, ident, signal, gains)
+    W, y, segments = _stack(reg, base, ident, signal, gains)
     timing["regressor"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     fit = estimate(W, y, reg.n_dof, opt.method)
+    dt = float(ident[0].record.get("target_dt_s", np.median(np.diff(ident[0].t))))
+    hac_lags = max(1, int(round(opt.hac_lag_s / dt)))
+    bread = fit.cov / fit.sigma2 if fit.method == "ols" and fit.sigma2 > 0 else None
+    cov_hac = hac_covariance(W, y - W @ fit.theta, reg.n_dof, hac_lags, segments, bread=bread)
     timing["estimate"] = time.perf_counter() - t0
+    if opt.sdp_covariance not in ("hac", "ols"):
+        raise ValueError(f"sdp_covariance must be 'hac' or 'ols'; got {opt.sdp_covariance!r}")
     t0 = time.perf_counter()
     domain = default_domain(reg)
     akw = dict(
@@ -141,9 +167,32 @@ def run_pipeline(
     timing["audit_ls"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     rec = reconstruct_standard(
-        reg, base, fit.theta, fit.cov, eps=opt.sdp_eps, mode=opt.sdp_mode, mass_upper_factor=opt.mass_upper_factor
+        reg,
+        base,
+        fit.theta,
+        cov_hac if opt.sdp_covariance == "hac" else fit.cov,
+        eps=opt.sdp_eps,
+        mode=opt.sdp_mode,
+        prior_rel_std=opt.prior_rel_std,
+        prior_weight=opt.prior_weight,
+        mass_upper_factor=opt.mass_upper_factor,
+        mass_lower_factor=opt.mass_lower_factor,
     )
     timing["sdp"] = time.perf_counter() - t0
+    e = base.to_base(rec.pi) - fit.theta
+    d2 = {"ols": _mahalanobis(e, fit.cov), "hac": _mahalanobis(e, cov_hac)}
+    consistency = {
+        "base_dof": base.rank,
+        "mahalanobis_ols_cov": d2["ols"],
+        "p_value_ols_cov": chi2_sf(d2["ols"], base.rank),
+        "mahalanobis_hac_cov": d2["hac"],
+        "p_value_hac_cov": chi2_sf(d2["hac"], base.rank),
+        "hac_lags_samples": hac_lags,
+        "hac_over_ols_std_median": float(np.median(np.sqrt(np.diag(cov_hac)) / fit.std)),
+        "sdp_covariance": opt.sdp_covariance,
+        "link_masses": dict(zip(reg.link_names, rec.masses.tolist())),
+        "prior_link_masses": dict(zip(reg.link_names, rec.prior_masses.tolist())),
+    }
     t0 = time.perf_counter()
     audit_rec = audit_mass_matrix(reg, rec.pi, **akw)
     timing["audit_reconstructed"] = time.perf_counter() - t0
@@ -186,17 +235,15 @@ def run_pipeline(
             "unidentifiable": base.unidentifiable(),
             "qr": {"n_samples": base.n_samples, "seed": base.seed, "tol": base.tol},
         },
-        "estimate": {**fit.summary(), "names": base.names()},
+        "estimate": {**fit.summary(), "names": base.names(), "cov_hac": cov_hac, "std_hac": np.sqrt(np.diag(cov_hac)),
+                     "hac_lags_samples": hac_lags},
         "audit_ls": audit_ls.summary(),
         "reconstruction": {
-            "mode": rec.mode,
-            "status": rec.status,
-            "solver": rec.solver,
+            **rec.summary(),
             "eps": opt.sdp_eps,
-            "base_mahalanobis": rec.base_mahalanobis,
-            "base_max_abs_error": rec.base_max_abs_error,
-            "link_min_pseudo_inertia_eig": rec.link_min_eig,
-            "prior_distance": rec.prior_distance,
+            "options": {k: getattr(opt, k) for k in ("sdp_mode", "prior_rel_std", "prior_weight", "mass_upper_factor",
+                                                     "mass_lower_factor", "sdp_covariance", "hac_lag_s")},
+            "consistency": consistency,
             "standard": dict(zip(reg.param_names, rec.pi.tolist())),
         },
         "audit_reconstructed": audit_rec.summary(),
@@ -217,9 +264,14 @@ def run_pipeline(
         f"- all-pose audit of the LS estimate: {'PASS' if audit_ls.passed else 'FAIL'} "
         f"({audit_ls.n_violations} of {audit_ls.n_poses} poses violate; min eigenvalue {audit_ls.min_eig:.4g}; "
         f"seeds {audit_ls.seeds})",
-        f"- SDP reconstruction: mode {rec.mode} ({rec.status}, {rec.solver}); Mahalanobis distance to the LS base "
-        f"parameters {rec.base_mahalanobis:.1f} (b = {base.rank}); audit "
-        f"{'PASS' if audit_rec.passed else 'FAIL'} (min eigenvalue {audit_rec.min_eig:.4g})",
+        f"- SDP reconstruction: mode {rec.mode} ({rec.status}, {rec.solver}), prior std {opt.prior_rel_std:g} x link "
+        f"scale, weight {opt.prior_weight:g}, mass bounds x[{opt.mass_lower_factor}, {opt.mass_upper_factor}]; "
+        f"audit {'PASS' if audit_rec.passed else 'FAIL'} (min eigenvalue {audit_rec.min_eig:.4g})",
+        f"- consistency of its base parameters with the LS estimate (b = {base.rank}): Mahalanobis "
+        f"{d2['hac']:.1f} under the HAC covariance (p = {consistency['p_value_hac_cov']:.3g}), "
+        f"{d2['ols']:.1f} under the white-noise OLS covariance (p = {consistency['p_value_ols_cov']:.3g})",
+        "## Link masses [kg]\n\n| link | URDF prior | reconstructed |\n|---|---|---|\n"
+        + "\n".join(f"| {n} | {m0:.3f} | {m:.3f} |" for n, m0, m in zip(reg.link_names, rec.prior_masses, rec.masses)),
         "## Held-out prediction, pooled over all runs\n\n"
         + markdown_table({"all held-out": pooled}, reg.robot.joint_names, unit),
         "## Per run\n\n" + markdown_table(table, reg.robot.joint_names, unit),
@@ -234,6 +286,8 @@ def run_pipeline(
         audit_reconstructed=audit_rec,
         validation_rmse=table,
         pooled_rmse=pooled,
+        cov_hac=cov_hac,
+        consistency=consistency,
         timing_s=timing,
         files={"rb_params": str(rb_path), "nominal": str(nominal_path), "report": str(md)},
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.rigid_body.io import atomic_write_text
+from isaaclab_sysid.utils.atomic import atomic_path, atomic_write_text
 
 
 def rmse_per_joint(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
@@ -43,11 +43,11 @@ def plot_run(
         ax.set_visible(False)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=90)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=90, format="png")
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -64,4 +64,5 @@ def markdown_table(rows: dict[str, dict[str, np.ndarray]], joint_names: tuple[st
 
 def write_report(path: str | Path, sections: list[str]) -> Path:
     """Write the Markdown report atomically."""
-    return atomic_write_text(path, "\n\n".join(sections) + "\n")
+    atomic_write_text(path, "\n\n".join(sections) + "\n")
+    return Path(path)

@@ -1,0 +1,72 @@
+"""Runs in the project's run format (``isaaclab_sysid.data``) as least-squares input.
+
+A Franka run (CSV + sidecar or HDF5, validated by :func:`isaaclab_sysid.data.read_run`)
+gives ``q``, ``dq`` and the measured joint torque ``tau_J`` [N m]. The output signal
+of the identification is ``tau_J``.
+
+What ``tau_J`` contains (the assumption to state): on a real Panda/FR3, libfranka's
+``tau_J`` is the link-side torque sensor reading, which *includes gravity* even
+though the controller's commanded ``tau`` is gravity-compensated (the robot adds
+g(q) internally), and excludes most joint friction and rotor inertia (they act on
+the motor side of the sensor). The regressor therefore keeps gravity on
+(``RegressorOptions(gravity=True)``) for real logs; its armature/friction columns
+then come out near zero, which costs nothing. The simulated twin's ``tau_J`` is the
+torque that acted on a gravity-free arm (friction and armature included, gravity
+not): identify twin runs with ``gravity=False``, or add g(q) first (what the tests
+do, to mimic a real log).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from isaaclab_sysid.data import Run, read_run, read_runs_hdf5
+from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions, Processed, preprocess
+
+
+def read_runs(paths: list[str | Path]) -> list[Run]:
+    """Read and validate runs: ``.csv`` (with its sidecar) or ``.h5``/``.hdf5`` (every run inside)."""
+    out: list[Run] = []
+    for p in paths:
+        p = Path(p)
+        if p.suffix.lower() in (".h5", ".hdf5"):
+            out.extend(read_runs_hdf5(p))
+        else:
+            out.append(read_run(p))
+    return out
+
+
+def robot_of(runs: list[Run], override: str | None = None) -> str:
+    """The robot config name: ``override`` or the runs' common ``meta.robot``.
+
+    Raises:
+        ValueError: when the runs were recorded on different robots (names each).
+    """
+    if override:
+        return override
+    names = sorted({r.meta.robot for r in runs})
+    if len(names) != 1:
+        detail = ", ".join(f"{r.name}: {r.meta.robot}" for r in runs)
+        raise ValueError(f"runs recorded on different robots ({detail}); pass --robot")
+    return names[0]
+
+
+def process_run(
+    run: Run, options: PreprocessOptions, signal: str = "tau_J", use_logged_velocity: bool = True
+) -> Processed:
+    """Preprocess one run for least squares; its ``signal`` (``tau_J`` or ``tau``) becomes ``signals[signal]``.
+
+    Args:
+        run: a validated run.
+        options: preprocessing (filter, resampling).
+        signal: ``"tau_J"`` (measured joint torque, the default) or ``"tau"`` (commanded).
+        use_logged_velocity: filter the logged ``dq`` like the positions and differentiate
+            it for the acceleration (else differentiate the filtered positions twice).
+    """
+    if signal not in ("tau_J", "tau"):
+        raise ValueError(f"signal must be 'tau_J' or 'tau'; got {signal!r}")
+    y = np.asarray(getattr(run, signal), dtype=float)
+    src = str(run.source or run.name)
+    return preprocess(run.t, run.q, {signal: y}, options, source=src, velocity=run.dq if use_logged_velocity else None)

@@ -1,0 +1,108 @@
+"""Franka runs in the project's run format -> identify_rigid_body.py --runs, on the simulated twin.
+
+Twin runs (joint_pd Fourier excitation, 1 kHz, noise, Coulomb friction, 2-tick delay) with
+known perturbed link inertials; libfranka-like tau_J = the twin's acted torque + g(q) of
+the true inertials (Pinocchio), see tests/rigid_body_franka_twin.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rigid_body_franka_twin import PARAMS, write_franka_runs
+
+from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
+from isaaclab_sysid.rigid_body.io import load_nominal
+from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
+from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
+from isaaclab_sysid.rigid_body.runs_input import process_run, read_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli():
+    spec = importlib.util.spec_from_file_location("identify_rigid_body", ROOT / "scripts" / "identify_rigid_body.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["identify_rigid_body"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def franka(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("franka_runs")
+    paths, nominal, truth = write_franka_runs(folder, seeds=(1, 2, 3), duration=14.0)
+    out = tmp_path_factory.mktemp("franka_out")
+    cli = _cli()
+    args = cli.Args(
+        out=out, runs=tuple(paths[:2]), heldout=(paths[2],), dt=0.01, cutoff_hz=5.0,
+        audit_uniform=200, audit_dense=100, audit_grid=2, seeds=(0,), no_plots=True,
+    )
+    assert cli.main(args) == 0
+    return paths, nominal, truth, out
+
+
+def test_franka_runs_identify_base_parameters_and_torque(franka):
+    paths, nominal, truth, out = franka
+    body = json.loads((out / "rb_params.json").read_text())
+    assert body["robot"] == "franka_panda"  # from the runs' sidecars
+    assert body["output"]["signal"] == "tau_J" and body["output"]["unit"] == "N m"
+    reg = Regressor(nominal, RegressorOptions(coulomb_deadband=1e-3))
+    base = compute_base_parameters(reg, 300, 0)
+    assert body["base_parameters"]["n_base"] == base.rank == 69
+    theta = np.array(body["estimate"]["theta"])
+    pi_true = Regressor(truth).prior()
+    for term, v in (("armature", PARAMS.armature), ("viscous", PARAMS.viscous), ("coulomb", PARAMS.friction)):
+        pi_true[reg.term_slice(term)] = v
+    pb = base.to_base(pi_true)
+    # the purely inertial base parameters (no joint term in the group): the large ones within 5 %
+    inert = np.array([base.independent[i] < 10 * reg.n_dof and not np.any(base.beta[i][base.dependent >= 10 * reg.n_dof])
+                      for i in range(base.rank)])
+    big = inert & (np.abs(pb) > 0.05 * np.abs(pb[inert]).max())
+    assert big.sum() >= 6
+    np.testing.assert_allclose(theta[big], pb[big], rtol=0.05)
+    # held-out torque: LS as good as the true parameters (noise + friction-model floor), far better than the URDF
+    run = read_runs([paths[2]])[0]
+    p = process_run(run, PreprocessOptions(dt=0.01, cutoff_hz=5.0))
+    W = reg.matrix(p.q, p.qd, p.qdd)
+    meas = p.signals["tau_J"]
+
+    def rmse(pi):
+        return np.sqrt(np.mean((meas - (W @ pi).reshape(-1, reg.n_dof)) ** 2, axis=0))
+
+    r_ls = np.array(body["validation"]["rmse_pooled"]["LS (base)"])
+    r_sdp = np.array(body["validation"]["rmse_pooled"]["SDP (standard)"])
+    r_true = rmse(pi_true)
+    r_urdf = rmse(np.concatenate([reg.prior()[: 10 * reg.n_dof], pi_true[10 * reg.n_dof :]]))
+    np.testing.assert_allclose(r_ls, rmse(base.to_standard(theta)), rtol=1e-6)
+    assert np.mean(r_ls) <= 1.2 * np.mean(r_true) and np.mean(r_sdp) <= 1.2 * np.mean(r_true)
+    assert np.mean(r_ls) < 0.2 * np.mean(r_urdf)
+    print(f"\nheld-out tau_J RMSE [N m]: LS {np.round(r_ls, 3)}, SDP {np.round(r_sdp, 3)}, true {np.round(r_true, 3)}, "
+          f"URDF inertials {np.round(r_urdf, 3)}")
+    # the reconstruction: physical, consistent, and the override loads into the robot
+    rec = body["reconstruction"]
+    assert body["audit_reconstructed"]["passed"] and min(rec["link_min_eig"]) > 0
+    assert rec["consistency"]["p_value_hac_cov"] > 0.01
+    inert_files = load_nominal(out / "nominal_inertials.json")
+    robot2 = nominal.with_inertials(inert_files)
+    assert set(inert_files) == set(nominal.link_names) and robot2.n_dof == 7
+
+
+def test_franka_runs_bad_input(franka, tmp_path, capsys):
+    paths, *_ = franka
+    cli = _cli()
+    bad = tmp_path / "bad.csv"
+    lines = Path(paths[0]).read_text().splitlines()
+    lines[5] = lines[5].replace(",", ",x", 1)
+    bad.write_text("\n".join(lines) + "\n")
+    (tmp_path / "bad.json").write_text(Path(paths[0]).with_suffix(".json").read_text())
+    assert cli.main(cli.Args(out=tmp_path / "o", runs=(bad,), no_plots=True)) == 2
+    err = capsys.readouterr().out
+    assert "bad.csv" in err and "row" in err
+    assert cli.main(cli.Args(out=tmp_path / "o", runs=(paths[0],), robot="ur10e", no_plots=True)) == 2
+    assert "7 joints" in capsys.readouterr().out
