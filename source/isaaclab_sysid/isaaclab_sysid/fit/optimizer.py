@@ -21,6 +21,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import cma
 import numpy as np
@@ -85,6 +86,8 @@ class FitState:
     best_contrib: np.ndarray | None = None
     best_diverged: bool = False
     history: list[GenerationRecord] = field(default_factory=list)
+    #: the Levenberg-Marquardt refinement after the generations (fit/refine.py), once started
+    refine: Any = None
 
 
 class SeededRandn:
@@ -197,6 +200,15 @@ class CmaesFit:
         st.history.append(rec)
         return rec
 
+    def adopt(self, x: np.ndarray, score: float, contrib: np.ndarray) -> None:
+        """Take ``x`` as the best parameters when it scores lower (used by the refinement)."""
+        st = self.state
+        if score < st.best_score:
+            st.best_x = np.asarray(x, dtype=float).copy()
+            st.best_score = float(score)
+            st.best_contrib = np.asarray(contrib, dtype=float).copy()
+            st.best_diverged = False
+
     def run(self, on_generation: Callable[[GenerationRecord, "CmaesFit"], None] | None = None) -> FitState:
         """Run generations until ``max_iter``; ``on_generation`` is called after each."""
         while not self.done:
@@ -241,4 +253,9 @@ class CmaesFit:
             "backend": getattr(self.backend, "name", type(self.backend).__name__),
             "param_space": self.space.describe(),
             "cma": self.covariance(),
+            "refine": None if st.refine is None else {
+                "iterations": st.refine.iteration,
+                "tracks": [{"delay": t.delay, "loss": t.loss} for t in st.refine.tracks],
+                "note": "Levenberg-Marquardt on the replay residuals after CMA-ES (docs/fit.md)",
+            },
         }
