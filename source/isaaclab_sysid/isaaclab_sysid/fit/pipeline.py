@@ -242,6 +242,11 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
         raise FitError("--sigma must lie in (0, 1] (it is a step in the normalized [0, 1] space)")
     robot = build_robot(args, runs + heldout)
     space = build_space(args, robot.n_dof, [f"j{i + 1}" for i in range(robot.n_dof)])
+    slow = [r.name for r in runs if not r.is_1khz]
+    if "delay" in space.group_names and slow and not args.eval_params:
+        log(f"note: {', '.join(slow)} {'is a' if len(slow) == 1 else 'are'} {runs[0].meta.control_rate_hz:g} Hz log(s): "
+            "a real arm's 50 Hz rows carry states up to 10 ms stale, which the fitted delay absorbs; "
+            "record with 1 kHz logging when the delay matters (docs/fit.md)")
     weights = LossWeights(args.w_q, args.w_dq, args.w_x)
     backend = build_backend(args, robot)
     bad = [g for g in space.group_names if g not in backend.supported_groups]
