@@ -22,6 +22,7 @@ INSTALL_REQUIRES = [
     "matplotlib>=3.8",
     "rich>=13",
     "cvxpy>=1.5",
+    "pyyaml>=6",
 ]
 
 EXTRAS = {

@@ -143,10 +143,19 @@ def test_friction_term_covers_both_ranges():
     assert op == "add" and p == pytest.approx((0.0, 0.2))
 
 
-def test_yaml_emitter_is_valid_yaml():
-    yaml = pytest.importorskip("yaml", reason="PyYAML not installed: the YAML text is checked only where it is")
-    obj = {"a": [1, 2.5, None], "b": {"c": "x: y", "d": [{"e": True}]}, "null": "no"}
-    assert yaml.safe_load(to_yaml(obj)) == obj
+def test_neutral_yaml_holds_the_same_object_as_the_json(tmp_path):
+    import json
+
+    import yaml
+
+    from isaaclab_sysid.export.neutral import write_neutral
+
+    obj = {"a": [1, 2.5, None], "b": {"c": "x: y", "d": [{"e": True}]}, "null": "no", "inf": float("inf")}
+    pj, py = write_neutral(tmp_path, obj)
+    from_json = json.loads(pj.read_text())
+    assert yaml.safe_load(py.read_text()) == from_json
+    assert from_json["inf"] is None and from_json["null"] == "no"
+    assert yaml.safe_load(to_yaml({"k": [1, 2]})) == {"k": [1, 2]}
 
 
 _BUILD = textwrap.dedent(

@@ -1,79 +1,25 @@
 """The neutral export: values, intervals and ranges as JSON and YAML (no dependency on Isaac Lab).
 
-YAML is written by a small emitter (mappings, lists, strings, numbers, null) so
-the core install needs no YAML package; the JSON file is the canonical one.
+The JSON file is the canonical one; the YAML beside it is the same object
+written by PyYAML (block style, keys in payload order).
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from isaaclab_sysid.intervals.common import _jsonable
 from isaaclab_sysid.utils.atomic import atomic_write_json, atomic_write_text
 
 NEUTRAL_SCHEMA = "isaaclab_sysid.dr_export/1"
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-\[\] ]*$")
-_RESERVED = {"null", "true", "false", "yes", "no", "on", "off", "~", "y", "n"}
 
 
-def _scalar(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "null"
-        return repr(v)
-    s = str(v)
-    if _PLAIN.match(s) and s.lower() not in _RESERVED and s == s.strip():
-        return s
-    return json.dumps(s)
-
-
-def to_yaml(obj: Any, indent: int = 0) -> str:
-    """YAML text of a JSON-able object (block style; flow style for lists of scalars)."""
-    pad = "  " * indent
-    lines: list[str] = []
-    if isinstance(obj, dict):
-        if not obj:
-            return pad + "{}\n"
-        for k, v in obj.items():
-            key = _scalar(str(k))
-            if isinstance(v, (dict, list)) and v and not _flat_list(v):
-                lines.append(f"{pad}{key}:\n" + to_yaml(v, indent + 1).rstrip("\n"))
-            else:
-                lines.append(f"{pad}{key}: {_inline(v)}")
-    elif isinstance(obj, list):
-        if not obj:
-            return pad + "[]\n"
-        for v in obj:
-            if isinstance(v, (dict, list)) and v and not _flat_list(v):
-                body = to_yaml(v, indent + 1).lstrip()
-                lines.append(f"{pad}- {body.rstrip()}")
-            else:
-                lines.append(f"{pad}- {_inline(v)}")
-    else:
-        lines.append(pad + _scalar(obj))
-    return "\n".join(lines) + "\n"
-
-
-def _flat_list(v: Any) -> bool:
-    return isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v)
-
-
-def _inline(v: Any) -> str:
-    if isinstance(v, list):
-        return "[" + ", ".join(_scalar(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{}"
-    return _scalar(v)
+def to_yaml(obj: Any) -> str:
+    """YAML text of a JSON-able object (non-finite floats become null, as in the JSON)."""
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=None, allow_unicode=True)
 
 
 def write_neutral(out_dir: str | Path, payload: dict, stem: str = "sysid_dr") -> tuple[Path, Path]:
