@@ -12,11 +12,11 @@ least as often. benchmarks/interval_coverage.py runs the fuller study.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from isaaclab_sysid.export.ranges import RangePolicy, make_ranges
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
-from isaaclab_sysid.intervals import curvature_intervals, gauss_newton_polish, sensitivity
+from isaaclab_sysid.fit.refine import refine_point
+from isaaclab_sysid.intervals import curvature_intervals, sensitivity
 from isaaclab_sysid.intervals.common import decoded_vector
 
 TRUE = {
@@ -53,7 +53,7 @@ def coverage_study(seeds, duration=3.0, n_runs=1, polish_iters=2, rho=1.5):
                                    20.0 if r % 2 == 0 else 30.0, seed=1000 + 17 * seed + r, name=f"cov{seed}_{r}")
                        for r in range(n_runs)]
             runs = [record_twin(robot, t, params, seed=seed) for t in targets]
-            x = gauss_newton_polish(be, space, runs, space.normalize(TRUE), iterations=polish_iters)
+            x = refine_point(be, space, runs, space.normalize(TRUE), max_iter=polish_iters)
             s = curvature_intervals(sensitivity(be, space, runs, x))
             bounds = {g.name: (g.lower, g.upper) for g in space.groups}
             ranges, _, _ = make_ranges(s.intervals, RangePolicy(rho_override=rho), None, bounds)

@@ -17,7 +17,8 @@ import pytest
 from conftest import make_run
 
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
-from isaaclab_sysid.intervals import curvature_intervals, gauss_newton_polish, sensitivity
+from isaaclab_sysid.fit.refine import refine_point
+from isaaclab_sysid.intervals import curvature_intervals, sensitivity
 from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
 from isaaclab_sysid.intervals.cma_cov import cma_intervals
 from isaaclab_sysid.intervals.common import continuous_index, decoded_vector
@@ -113,7 +114,7 @@ def _space():
 
 
 def _fit(be, space, runs):
-    x = gauss_newton_polish(be, space, runs, space.normalize(TRUE), iterations=1)
+    x = refine_point(be, space, runs, space.normalize(TRUE), max_iter=1)
     return x
 
 

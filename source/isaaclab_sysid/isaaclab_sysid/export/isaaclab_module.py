@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import pprint
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 
 MODULE_HEADER = '"""Isaac Lab configs exported by isaaclab_sysid (scripts/export_dr.py). Generated file: do not edit.\n\n{doc}\n"""\n'

@@ -250,3 +250,25 @@ def refine_line(record: dict, max_iter: int) -> str:
         for t in record["tracks"]
     )
     return f"[refine {record['iteration']:2d}, phase {record.get('phase', 1)}, <= {max_iter}/phase] best {record['best']:.4e} | {tracks} | {record['evaluations']} rollouts"
+
+
+def refine_point(
+    backend: ReplayBackend,
+    space: ParamSpace,
+    runs: Sequence[Run],
+    x0: np.ndarray,
+    weights: LossWeights = LossWeights(),
+    traj_weights: Sequence[float] | None = None,
+    max_iter: int = 10,
+    delay_neighbours: int | None = 0,
+) -> np.ndarray:
+    """Refine ``x0`` (normalized, (D,)) to the local least-squares minimum; returns the best point.
+
+    With ``delay_neighbours=0`` the delay of ``x0`` is kept; ``None`` tries every delay.
+    """
+    ref = LMRefiner(space, backend, runs, RefineSettings(max_iter=max_iter, delay_neighbours=delay_neighbours),
+                    weights, traj_weights)
+    state = ref.start(x0)
+    while not state.done:
+        ref.step(state)
+    return state.best().x

@@ -5,7 +5,7 @@ See docs/intervals_and_export.md.
 
 from isaaclab_sysid.intervals.combine import IntervalReport, compute_all, read_intervals, write_intervals
 from isaaclab_sysid.intervals.common import Interval, IntervalSet
-from isaaclab_sysid.intervals.curvature import Sensitivity, curvature_intervals, gauss_newton_polish, sensitivity
+from isaaclab_sysid.intervals.curvature import Sensitivity, curvature_intervals, sensitivity
 
 __all__ = [
     "Interval",
@@ -14,7 +14,6 @@ __all__ = [
     "Sensitivity",
     "compute_all",
     "curvature_intervals",
-    "gauss_newton_polish",
     "read_intervals",
     "sensitivity",
     "write_intervals",

@@ -25,7 +25,7 @@ from isaaclab_sysid.rigid_body.feasibility import (
 )
 from isaaclab_sysid.rigid_body.io import save_nominal, write_rb_params
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions, Processed, preprocess
-from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
+from isaaclab_sysid.rigid_body.regressor import Regressor
 from isaaclab_sysid.rigid_body.report import markdown_table, plot_run, rmse_per_joint, write_report
 from isaaclab_sysid.rigid_body.ur10e_data import PublishedParameters, load_ur10e_csv
 
