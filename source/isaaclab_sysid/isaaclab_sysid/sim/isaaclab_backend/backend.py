@@ -313,7 +313,9 @@ class IsaacLabBackend:
                 "k_ns": torch.tensor([float(lw.nullspace_stiffness or 0.0) for lw in laws], **f64),
                 "q_rest": torch.tensor(np.stack([scheds[run_of[e]].q_rest for e in te]), **f64),
             }
-            tdelay = TorqueDelay(torch.tensor(delay[te], device=dev), n)
+            # task_impedance: the commanded effort is delayed; joint_pd: its position target is
+            t_pd_delay = torch.tensor(np.where(t_task.cpu().numpy(), 0, delay[te]), device=dev, dtype=torch.long)
+            tdelay = TorqueDelay(torch.tensor(np.where(t_task.cpu().numpy(), delay[te], 0), device=dev), n)
             tau_max = torch.tensor(self._tau_max, **f64)
             slew = torch.tensor(self._slew if self._slew is not None else np.full(n, np.inf), **f64)
             prev = torch.zeros(len(te), n, **f64)
@@ -364,7 +366,7 @@ class IsaacLabBackend:
                     cmd_task = impedance_torque(self._ctl_arm, qt, qdt, xtab[j][tq_run], t_kp6, t_kd6, law)
                     cmd = torch.where(t_task[:, None], cmd_task, cmd)
                 if any_pd_t:
-                    cmd_pd = joint_pd_torque(qt, qdt, qtab[j][tq_run], t_kpn, t_kdn)
+                    cmd_pd = joint_pd_torque(qt, qdt, qtab[torch.clamp(j - t_pd_delay, min=0), tq_run], t_kpn, t_kdn)
                     cmd = torch.where(t_task[:, None], cmd, cmd_pd)
                 cmd = torch.nan_to_num(cmd, nan=0.0, posinf=0.0, neginf=0.0)
                 app = tdelay.push(cmd)
