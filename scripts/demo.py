@@ -29,6 +29,9 @@ HELDOUT_RUNS = ["twin_heldout_multiband.csv"]
 
 
 def main() -> int:
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     for name in FIT_RUNS + HELDOUT_RUNS:
         try:
             run = read_run(REAL_RUNS_DIR / name)
