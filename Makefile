@@ -1,11 +1,9 @@
 # Two-command quick start (see README.md):
-#   make demo   # set up .venv (Python 3.12) and run the main job on the bundled runs
-#   make test   # set up .venv and run the whole test suite
+#   make demo   # set up .venv (Python 3.12) and run the main job on the bundled runs (CPU)
+#   make test   # set up .venv with the [isaaclab] extra and run the whole test suite
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
-EXTRAS ?= dev
 
 # The first Python 3.12 found: python3.12 on PATH, else a pyenv install.
 PYTHON312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
@@ -13,23 +11,33 @@ PYTHON312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 
 .PHONY: venv demo test bench clean-venv
 
-$(STAMP): setup.py extension.toml
+$(PY):
 	@if [ -z "$(PYTHON312)" ]; then echo "error: Python 3.12 not found (Isaac Lab 3.0 needs 3.12); install it and retry" >&2; exit 1; fi
-	@if [ ! -x $(PY) ]; then echo "creating $(VENV) with $(PYTHON312)"; $(PYTHON312) -m venv $(VENV); fi
+	@echo "creating $(VENV) with $(PYTHON312)"
+	$(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
-	@touch $(STAMP)
 
-venv: $(STAMP)
+# core + test tools (the CPU product: MuJoCo backend, fit, export)
+$(VENV)/.stamp-core: setup.py extension.toml | $(PY)
+	$(PY) -m pip install -q -e ".[dev]"
+	@touch $@
 
-demo: $(STAMP)
+# + Isaac Lab 3.0 (Newton, kit-less CPU/GPU; about 8 GB, a few minutes the first time)
+$(VENV)/.stamp-isaaclab: setup.py extension.toml | $(PY)
+	$(PY) -m pip install -q -e ".[dev,isaaclab]"
+	@touch $@ $(VENV)/.stamp-core
+
+venv: $(VENV)/.stamp-core
+
+demo: $(VENV)/.stamp-core
 	$(PY) scripts/demo.py
 
-test: $(STAMP)
+test: $(VENV)/.stamp-isaaclab
 	$(PY) -m pytest -q -n 2 --dist loadfile tests
 
-bench: $(STAMP)
+bench: $(VENV)/.stamp-core
 	$(PY) benchmarks/replay_throughput.py
+	$(PY) benchmarks/fit_recovery.py --ci
 
 clean-venv:
 	rm -rf $(VENV)
