@@ -2,7 +2,8 @@
 
 Twin runs from hidden true parameters (benchmarks/fit_recovery.py: TRUE, not the
 defaults), logged at 1 kHz, fit (CMA-ES + Levenberg-Marquardt refinement over
-every delay) on two chirp runs, scored on a held-out multiband run. Required:
+every delay) on a low chirp and a multiband at kp 200/20 (6 s each), scored on a
+held-out multiband with other tones at kp 500/30 (another waveform, other gains). Required:
 the delay recovered exactly and the held-out joint RMS at most 1.5x the noise
 floor (RMS between two twins with the same parameters and different noise seeds).
 """

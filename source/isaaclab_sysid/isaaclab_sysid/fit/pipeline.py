@@ -346,7 +346,7 @@ def _refine(fit: CmaesFit, args: FitArgs, run_dir: Path, log: Callable[[str], No
                         fit.weights, fit.traj_weights)
     st = fit.state
     if st.refine is None:
-        st.refine = refiner.start(st.best_x)
+        st.refine = refiner.start(st.best_x, extra_starts=[start_point(args.x0, fit.space)])
         save_checkpoint(fit, run_dir)
     while not st.refine.done:
         rec = refiner.step(st.refine)

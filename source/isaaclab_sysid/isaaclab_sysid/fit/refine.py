@@ -17,7 +17,8 @@ Each iteration costs two batched rollouts, like two CMA-ES generations (at most
    onto the bounds [0, 1]; the best trial that lowers the loss is accepted.
 
 The integer delay is not differentiable, so each track holds one delay fixed.
-Phase 1 refines the CMA-ES best at its own delay; phase 2 then warm-starts one
+Phase 1 refines the CMA-ES best at its own delay (and, side by side, the
+CMA-ES start point: see :meth:`LMRefiner.start`); phase 2 then warm-starts one
 track per other delay within the bounds (or ``delay_neighbours`` on each side)
 from that optimum and refines them side by side; the lowest loss wins. This matters: a few ticks of delay are only weakly visible in the loss
 (on 4 s twin chirps at 50 Hz, the loss re-optimized at the wrong delays is only
@@ -58,7 +59,8 @@ class RefineSettings:
         delay_neighbours: refine the delays d - k .. d + k around the CMA-ES best
             (None = every delay within the bounds).
         lambda0: initial damping.
-        prune_after: iterations before clearly worse delay tracks are dropped.
+        prune_after: phase-2 iterations before clearly worse delay tracks are dropped
+            (phase-1 tracks are never pruned: the sliding-regime start begins far worse).
         prune_ratio: a track whose loss exceeds this multiple of the best is dropped.
     """
 
@@ -145,10 +147,22 @@ class LMRefiner:
             for i, (s, d) in enumerate(zip(starts, delays))
         ]
 
-    def start(self, x_best: np.ndarray) -> RefineState:
-        """Phase 1: one track at ``x_best`` (its delay); evaluates it once."""
-        d0 = int(self.space.decode(x_best)["delay"]) if self.delay_idx is not None else None
-        return RefineState(tracks=self._new_tracks([self._track_at(x_best, d0)], [d0]))
+    def start(self, x_best: np.ndarray, extra_starts: Sequence[np.ndarray] = ()) -> RefineState:
+        """Phase 1: a track at ``x_best`` (its delay) and one at each extra start; evaluates them once.
+
+        An extra start guards against the sticking plateau: where CMA-ES ended with a
+        joint's friction high enough to hold it still, that joint's parameters have
+        zero local sensitivity and no local method moves them; a track from the
+        sliding-regime start (the fit's ``--x0 low``) does not share that plateau.
+        """
+        starts, delays = [], []
+        for x in [x_best, *extra_starts]:
+            d = int(self.space.decode(x)["delay"]) if self.delay_idx is not None else None
+            xt = self._track_at(x, d)
+            if not any(np.array_equal(xt, s) for s in starts):
+                starts.append(xt)
+                delays.append(d)
+        return RefineState(tracks=self._new_tracks(starts, delays))
 
     def _other_delays(self, d0: int) -> list[int]:
         g = self.space.group("delay")
@@ -164,6 +178,7 @@ class LMRefiner:
         others = self._other_delays(int(best.delay))
         state.phase = 2
         state.phase_start = state.iteration
+        best.active = True  # the winner goes on too (phase 1 may have stopped it at the iteration cap)
         if others:
             state.tracks += self._new_tracks([self._track_at(best.x, d) for d in others], others)
 
@@ -228,7 +243,7 @@ class LMRefiner:
         state.iteration += 1
         in_phase = state.iteration - state.phase_start
         best = state.best().loss
-        if in_phase >= s.prune_after:
+        if state.phase == 2 and in_phase >= s.prune_after:
             for t in state.tracks:
                 if t.active and t.loss > s.prune_ratio * best:
                     t.active = False

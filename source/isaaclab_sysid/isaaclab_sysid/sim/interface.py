@@ -127,3 +127,45 @@ def check_supported(batch: CandidateBatch, supported: frozenset[str], backend: s
             f"backend '{backend}' cannot represent parameter group(s) {', '.join(bad)} "
             f"(supported: {', '.join(sorted(supported))})"
         )
+
+
+def candidate_arrays(batch: CandidateBatch, nominal: dict[str, np.ndarray], n_dof: int) -> dict[str, np.ndarray]:
+    """Validated per-candidate arrays of the groups every backend takes.
+
+    Returns ``armature``, ``friction``, ``viscous`` as (P, N) float64 (a group
+    left None takes ``nominal[group]``, an (N,) array) and ``delay`` as (P,)
+    int64 (None -> 0).
+
+    Raises:
+        ValueError: wrong shapes, negative or non-finite values, non-integer delays.
+    """
+    p_count = batch.size
+    out: dict[str, np.ndarray] = {}
+    for g in ("armature", "friction", "viscous"):
+        val = getattr(batch, g)
+        if val is None:
+            arr = np.tile(np.asarray(nominal[g], dtype=np.float64), (p_count, 1))
+        else:
+            arr = np.asarray(val, dtype=np.float64)
+            if arr.shape != (p_count, n_dof):
+                raise ValueError(f"CandidateBatch.{g} must have shape ({p_count}, {n_dof}), got {arr.shape}")
+            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+                raise ValueError(f"CandidateBatch.{g} must be finite and >= 0")
+        out[g] = np.ascontiguousarray(arr)
+    if batch.delay is None:
+        out["delay"] = np.zeros(p_count, dtype=np.int64)
+    else:
+        dl = np.asarray(batch.delay)
+        if dl.shape != (p_count,):
+            raise ValueError(f"CandidateBatch.delay must have shape ({p_count},), got {dl.shape}")
+        if not np.all(np.isfinite(dl)) or np.any(dl < 0) or np.any(np.round(dl) != dl):
+            raise ValueError("CandidateBatch.delay must hold non-negative integers (ticks)")
+        out["delay"] = dl.astype(np.int64)
+    return out
+
+
+def replay_gravity(options: ReplayOptions, gravity_compensated: bool) -> bool:
+    """Whether a run is replayed with gravity: the option when set, else off for arms that compensate it."""
+    if options.gravity is not None:
+        return bool(options.gravity)
+    return not gravity_compensated

@@ -25,7 +25,14 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import EE_NAME, PHYSICS_DT, Robot
 from isaaclab_sysid.sim import native_lib
-from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions, RunRollout, check_supported
+from isaaclab_sysid.sim.interface import (
+    CandidateBatch,
+    ReplayOptions,
+    RunRollout,
+    candidate_arrays,
+    check_supported,
+    replay_gravity,
+)
 from isaaclab_sysid.sim.schedule import CONTROLLER_IDS, RunSchedule, schedule_of
 
 GRAVITY = 9.81
@@ -153,34 +160,10 @@ class MujocoBackend:
 
     def gravity_for(self, sched: RunSchedule) -> bool:
         """Whether a run is replayed with gravity (options, else the run's meta)."""
-        if self.options.gravity is not None:
-            return bool(self.options.gravity)
-        return not sched.gravity_compensated
+        return replay_gravity(self.options, sched.gravity_compensated)
 
     def _params(self, batch: CandidateBatch) -> dict[str, np.ndarray]:
-        p_count = batch.size
-        out: dict[str, np.ndarray] = {}
-        for g in ("armature", "friction", "viscous"):
-            val = getattr(batch, g)
-            if val is None:
-                arr = np.tile(self._nominal[g], (p_count, 1))
-            else:
-                arr = np.asarray(val, dtype=np.float64)
-                if arr.shape != (p_count, self.n_dof):
-                    raise ValueError(f"CandidateBatch.{g} must have shape ({p_count}, {self.n_dof}), got {arr.shape}")
-                if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                    raise ValueError(f"CandidateBatch.{g} must be finite and >= 0")
-            out[g] = np.ascontiguousarray(arr)
-        if batch.delay is None:
-            out["delay"] = np.zeros(p_count, dtype=np.int64)
-        else:
-            dl = np.asarray(batch.delay)
-            if dl.shape != (p_count,):
-                raise ValueError(f"CandidateBatch.delay must have shape ({p_count},), got {dl.shape}")
-            if not np.all(np.isfinite(dl)) or np.any(dl < 0) or np.any(np.round(dl) != dl):
-                raise ValueError("CandidateBatch.delay must hold non-negative integers (ticks)")
-            out["delay"] = dl.astype(np.int64)
-        return out
+        return candidate_arrays(batch, self._nominal, self.n_dof)
 
     # -------------------------------------------------------------- rollout
     def rollout(

@@ -33,7 +33,14 @@ import torch
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import PHYSICS_DT, Robot
-from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions, RunRollout, check_supported
+from isaaclab_sysid.sim.interface import (
+    CandidateBatch,
+    ReplayOptions,
+    RunRollout,
+    candidate_arrays,
+    check_supported,
+    replay_gravity,
+)
 from isaaclab_sysid.sim.isaaclab_backend.asset import robot_usd
 from isaaclab_sysid.sim.isaaclab_backend.controllers import (
     PinocchioArm,
@@ -121,9 +128,7 @@ class IsaacLabBackend:
 
     # ---------------------------------------------------------------- plumbing
     def gravity_for(self, sched: RunSchedule) -> bool:
-        if self.options.gravity is not None:
-            return bool(self.options.gravity)
-        return not sched.gravity_compensated
+        return replay_gravity(self.options, sched.gravity_compensated)
 
     def _scene_for(self, num_envs: int, gravity: bool) -> ReplayScene:
         from isaaclab.sim import SimulationContext
@@ -161,33 +166,13 @@ class IsaacLabBackend:
             self._scene = None
 
     def _params(self, batch: CandidateBatch) -> dict[str, np.ndarray]:
-        p_count = batch.size
-        out: dict[str, np.ndarray] = {}
-        for g in ("armature", "friction", "viscous"):
-            val = getattr(batch, g)
-            if val is None:
-                arr = np.tile(self._nominal[g], (p_count, 1))
-            else:
-                arr = np.asarray(val, dtype=np.float64)
-                if arr.shape != (p_count, self.n_dof):
-                    raise ValueError(f"CandidateBatch.{g} must have shape ({p_count}, {self.n_dof}), got {arr.shape}")
-                if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                    raise ValueError(f"CandidateBatch.{g} must be finite and >= 0")
-            out[g] = arr
-        if batch.delay is None:
-            out["delay"] = np.zeros(p_count, dtype=np.int64)
-        else:
-            dl = np.asarray(batch.delay)
-            if dl.shape != (p_count,):
-                raise ValueError(f"CandidateBatch.delay must have shape ({p_count},), got {dl.shape}")
-            if not np.all(np.isfinite(dl)) or np.any(dl < 0) or np.any(np.round(dl) != dl):
-                raise ValueError("CandidateBatch.delay must hold non-negative integers (ticks)")
-            if np.any(dl > self.max_delay):
-                raise ValueError(
-                    f"CandidateBatch.delay up to {int(dl.max())} ticks exceeds this backend's max_delay "
-                    f"{self.max_delay} (the actuator buffer depth); build it with max_delay={int(dl.max())}"
-                )
-            out["delay"] = dl.astype(np.int64)
+        out = candidate_arrays(batch, self._nominal, self.n_dof)
+        dl = out["delay"]
+        if np.any(dl > self.max_delay):
+            raise ValueError(
+                f"CandidateBatch.delay up to {int(dl.max())} ticks exceeds this backend's max_delay "
+                f"{self.max_delay} (the actuator buffer depth); build it with max_delay={int(dl.max())}"
+            )
         return out
 
     # ----------------------------------------------------------------- rollout
@@ -331,7 +316,6 @@ class IsaacLabBackend:
             key: [torch.full((s.n_samples, P, w), float("nan"), **f64) for s in scheds]
             for key, w in (("q", n), ("dq", n), ("tau", n))
         }
-        rec_tick = [torch.full((s.n_samples,), -(10**9), dtype=torch.long) for s in scheds]
 
         act_t = torch.tensor(act, device=dev)
         native_t = torch.tensor(native_pd, device=dev)
