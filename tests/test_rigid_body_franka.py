@@ -106,3 +106,24 @@ def test_franka_runs_bad_input(franka, tmp_path, capsys):
     assert "bad.csv" in err and "row" in err
     assert cli.main(cli.Args(out=tmp_path / "o", runs=(paths[0],), robot="ur10e", no_plots=True)) == 2
     assert "7 joints" in capsys.readouterr().out
+
+
+def test_mass_intervals_from_a_real_rb_params(franka):
+    """The export reads link-mass intervals from a real rb_params.json. On a fixed-base arm no
+    link mass is a base parameter by itself (each enters only in combinations), so every mass
+    gets an unbounded interval with a warning naming the link, never a made-up range, and its
+    value is the SDP reconstruction's."""
+    from isaaclab_sysid.export.masses import mass_intervals
+
+    _, _, _, out = franka
+    rb = json.loads((out / "rb_params.json").read_text())
+    links = rb["link_inertials"]["links"]
+    alone = [g for g in rb["base_parameters"]["groups"] if len(g["terms"]) == 1 and g["terms"][0][0].endswith(".m")]
+    ivs, rho, warns = mass_intervals(out / "rb_params.json")
+    assert {iv.joint for iv in ivs} == set(links)
+    assert not alone and not any(iv.identifiable for iv in ivs)
+    for iv in ivs:
+        assert iv.lower is None and iv.upper is None
+        assert iv.value == pytest.approx(float(links[iv.joint]["mass"]))
+        assert any(iv.label in w and "not identifiable" in w for w in warns)
+    assert rho is None or rho > 0
