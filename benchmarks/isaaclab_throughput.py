@@ -21,20 +21,15 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 import tyro
 
 from isaaclab_sysid.robots import load_robot
-from isaaclab_sysid.sim.interface import CandidateBatch
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
-from isaaclab_sysid.twin.demo import gains
-from isaaclab_sysid.twin.targets import Q_READY, pose_offsets, skeleton_run, task_targets
 
-ARM = np.array([0.3, 0.25, 0.2, 0.15, 0.07, 0.06, 0.03])
-FRIC = np.array([0.6, 0.5, 0.45, 0.4, 0.2, 0.18, 0.1])
-VISC = np.array([0.4, 0.35, 0.3, 0.25, 0.1, 0.08, 0.05])
-KPJ = np.array([600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0])
-KDJ = np.array([50.0, 50.0, 50.0, 50.0, 20.0, 15.0, 5.0])
+# the same runs and candidate as the MuJoCo benchmark beside this file
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay_throughput import batch  # noqa: E402
+from replay_throughput import runs as make_runs  # noqa: E402
 
 
 @dataclass
@@ -48,22 +43,6 @@ class Args:
     controllers: list[str] = field(default_factory=lambda: ["joint_pd", "task_impedance"])
     mujoco: bool = True
     """also measure the MuJoCo backend (CPU, all cores)"""
-
-
-def make_runs(robot, duration):
-    pos, quat = robot.ee_pose(Q_READY)
-    t, off = pose_offsets("multiband", duration, 50.0, seed=1)
-    x, qd = task_targets(pos, quat, off)
-    kp, kd = gains(200.0, 20.0)
-    task = skeleton_run(robot, "task_impedance", t, np.hstack([x, qd]), kp, kd, name="task")
-    qt = Q_READY + 0.2 * np.sin(2 * np.pi * 0.5 * t)[:, None] * np.ones(7)
-    joint = skeleton_run(robot, "joint_pd", t, qt, KPJ, KDJ, name="joint")
-    return {"joint_pd": joint, "task_impedance": task}
-
-
-def batch(p):
-    return CandidateBatch(armature=np.tile(ARM, (p, 1)), friction=np.tile(FRIC, (p, 1)), viscous=np.tile(VISC, (p, 1)),
-                          delay=np.full(p, 2))
 
 
 def main(args: Args) -> None:

@@ -55,6 +55,12 @@ def runs(robot, duration):
     return {"joint_pd": joint, "task_impedance": task}
 
 
+def batch(pop: int, delay: int = 2) -> CandidateBatch:
+    """``pop`` copies of the benchmark candidate (ARM, FRIC, VISC, ``delay`` ticks)."""
+    return CandidateBatch(armature=np.tile(ARM, (pop, 1)), friction=np.tile(FRIC, (pop, 1)),
+                          viscous=np.tile(VISC, (pop, 1)), delay=np.full(pop, delay))
+
+
 def raw_rollout_rate(robot, run, pop, nthread, warmup):
     spec = robot.build_mjspec(JointOverrides(ARM, FRIC, VISC))
     for i, j in enumerate(robot.joint_names):
@@ -92,8 +98,7 @@ def main(args: Args) -> None:
         nstep = opts.warmup_ticks + int(run.sample_ticks()[-1])
         delay = 0 if ctrl == "joint_pd" else 2
         for pop in args.populations:
-            b = CandidateBatch(armature=np.tile(ARM, (pop, 1)), friction=np.tile(FRIC, (pop, 1)),
-                               viscous=np.tile(VISC, (pop, 1)), delay=np.full(pop, delay))
+            b = batch(pop, delay)
             best_be, best_raw = 0.0, 0.0
             for _ in range(args.repeats):
                 t0 = time.perf_counter()
