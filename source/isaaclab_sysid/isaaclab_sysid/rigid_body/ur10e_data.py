@@ -69,6 +69,7 @@ class UR10eLog:
         current_des: (T, 6) desired currents [A], or None in a 19-column file.
         tau_des: (T, 6) desired torques [N m], or None in a 19-column file.
         dropped_last_row: True if a truncated final line (no newline) was dropped.
+        dropped_head_rows: corrupt rows dropped at the start (``max_corrupt_head_rows``).
     """
 
     path: Path
@@ -79,10 +80,19 @@ class UR10eLog:
     current_des: np.ndarray | None
     tau_des: np.ndarray | None
     dropped_last_row: bool = False
+    dropped_head_rows: int = 0
 
 
-def load_ur10e_csv(path: str | Path) -> UR10eLog:
+def load_ur10e_csv(path: str | Path, max_corrupt_head_rows: int = 0) -> UR10eLog:
     """Read and validate one UR10e CSV (31 or 19 columns, no header).
+
+    Args:
+        path: the CSV.
+        max_corrupt_head_rows: opt-in repair of a corrupt block at the start of the
+            file (two of the real logs begin with ~20 rows of garbage packets): rows
+            up to the last implausible one are dropped when that row is within the
+            first ``max_corrupt_head_rows`` rows; the count is in
+            :attr:`UR10eLog.dropped_head_rows`. 0 (default): any bad row is refused.
 
     Raises:
         UR10eDataError: naming the file, 1-based row and column of the first problem.
@@ -94,7 +104,30 @@ def load_ur10e_csv(path: str | Path) -> UR10eLog:
     a, width, dropped = _fast_parse(text)
     if a is None:
         a, width, dropped = _careful_parse(path, text)
-    return _validated(path, a, width, dropped)
+    head = _corrupt_head(a, max_corrupt_head_rows) if max_corrupt_head_rows > 0 else 0
+    return _validated(path, a, width, dropped, head)
+
+
+def _row_ok(a: np.ndarray) -> np.ndarray:
+    """(T,) True where every signal of a row is finite and within its plausibility bound."""
+    ok = np.all(np.isfinite(a), axis=1)
+    for lo, hi, bound, _ in _PLAUSIBLE:
+        ok &= np.all(np.abs(a[:, lo:hi]) <= bound, axis=1)
+    return ok
+
+
+def _corrupt_head(a: np.ndarray, limit: int) -> int:
+    """Rows to drop at the start: through the last implausible row (or time step
+    backwards) found within the first ``limit`` rows; 0 when the head is clean."""
+    head = 0
+    while True:
+        seg = a[head:]
+        bad = np.flatnonzero(~_row_ok(seg[:limit]))
+        back = np.flatnonzero(np.diff(seg[: limit + 1, 0]) < 0)
+        last = max(bad.max() if bad.size else -1, back.max() + 1 if back.size else -1)
+        if last < 0 or head + last + 1 > limit:
+            return head
+        head += last + 1
 
 
 def _fast_parse(text: str) -> tuple[np.ndarray | None, int, bool]:
@@ -149,7 +182,8 @@ def _careful_parse(path: Path, text: str) -> tuple[np.ndarray, int, bool]:
     return np.asarray(rows), width or 0, dropped
 
 
-def _validated(path: Path, a: np.ndarray, width: int, dropped: bool) -> UR10eLog:
+def _validated(path: Path, a: np.ndarray, width: int, dropped: bool, head: int = 0) -> UR10eLog:
+    a = a[head:]
     if a.ndim != 2 or a.shape[0] < 10:
         raise UR10eDataError(f"{path}: only {a.shape[0] if a.ndim == 2 else 0} rows; need at least 10")
     for lo, hi, bound, what in _PLAUSIBLE:
@@ -157,12 +191,12 @@ def _validated(path: Path, a: np.ndarray, width: int, dropped: bool) -> UR10eLog
         if block.any():
             r, c = np.argwhere(block)[0]
             raise UR10eDataError(
-                f"{path}: row {r + 1}, column {lo + c + 1}: {what} {a[r, lo + c]:g} outside +-{bound:g}"
+                f"{path}: row {head + r + 1}, column {lo + c + 1}: {what} {a[r, lo + c]:g} outside +-{bound:g}"
             )
     t = a[:, 0]
     bad = np.flatnonzero(np.diff(t) < 0)
     if bad.size:
-        raise UR10eDataError(f"{path}: row {bad[0] + 2}, column 1: time goes backwards ({t[bad[0]]} -> {t[bad[0] + 1]})")
+        raise UR10eDataError(f"{path}: row {head + bad[0] + 2}, column 1: time goes backwards ({t[bad[0]]} -> {t[bad[0] + 1]})")
     return UR10eLog(
         path=path,
         t=t,
@@ -172,6 +206,7 @@ def _validated(path: Path, a: np.ndarray, width: int, dropped: bool) -> UR10eLog
         current_des=a[:, 19:25] if width == N_COLUMNS else None,
         tau_des=a[:, 25:31] if width == N_COLUMNS else None,
         dropped_last_row=dropped,
+        dropped_head_rows=head,
     )
 
 
