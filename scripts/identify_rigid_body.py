@@ -14,6 +14,8 @@ Robot.with_inertials and the fit's --nominal FILE), report.md and plots/*.png.
 
 Examples:
     python scripts/identify_rigid_body.py --out logs/rigid_body/ur10e
+    python scripts/identify_rigid_body.py --identify_gains --max_corrupt_head_rows 25 \
+        --payload_heldout ur-20_02_19_15harm50secLoad.csv --out logs/rigid_body/ur10e_gains
     python scripts/identify_rigid_body.py --runs a.csv b.csv --heldout c.csv --out logs/rigid_body/franka
 """
 
@@ -26,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 import tyro
-
+from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
+from isaaclab_sysid.rigid_body.drive_gains import Payload, identify_drive_gains
 from isaaclab_sysid.rigid_body.pipeline import (
     PipelineOptions,
     load_ur10e_processed,
@@ -34,9 +37,10 @@ from isaaclab_sysid.rigid_body.pipeline import (
     run_pipeline,
 )
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
-from isaaclab_sysid.rigid_body.runs_input import process_run, read_runs, robot_of
 from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
+from isaaclab_sysid.rigid_body.runs_input import process_run, read_runs, robot_of
 from isaaclab_sysid.rigid_body.ur10e_data import (
+    UR10eDataError,
     is_fourier_unloaded,
     list_runs,
     load_published_parameters,
@@ -77,7 +81,23 @@ class Args:
     coulomb_deadband: float = 1e-3
     """|qd| [rad/s] below which the Coulomb column is zero."""
     drive_gains: tuple[float, ...] | None = None
-    """Current-to-torque gains [N m/A] (default: the authors' published gains)."""
+    """Current-to-torque gains [N m/A] (default: the authors' published gains, or --identify_gains)."""
+    identify_gains: bool = False
+    """Identify the drive gains from runs carrying a payload of known mass (--payload_runs,
+    --payload_mass) together with the unloaded identification runs, then identify with them."""
+    payload_runs: tuple[str, ...] = ("ur-20_02_19_14harm50secLoad.csv",)
+    """identification_data runs carrying the payload (each run may mount it differently)."""
+    payload_mass: float = 2.805
+    """Payload mass [kg]; 2.805 kg is the payload of the UR10e *Load runs (the authors' estimate_drive_gains.m)."""
+    payload_heldout: tuple[str, ...] = ()
+    """identification_data runs with the same payload, predicted as held-out (its placement fitted per run)."""
+    gain_method: str = "output_error"
+    """output_error (LM on the measured current; default) or equation_error (the authors' linear OLS)."""
+    fixed_gains: tuple[float, ...] = ()
+    """With --identify_gains: one value per joint [N m/A] to hold, nan where identified (e.g. nan 10.7 nan nan nan nan)."""
+    max_corrupt_head_rows: int = 0
+    """Drop a corrupt block of at most this many rows at the start of a UR10e log (two real logs begin
+    with garbage packets; 25 covers them); 0 refuses any bad row. Dropped rows are recorded."""
     published: Path | None = None
     """UR10E_parameters.txt to compare against (default: the one in --data; 'none' to skip)."""
     audit_uniform: int = 20000
@@ -175,8 +195,23 @@ def main_runs(args: Args) -> int:
     return 0
 
 
+def _print_gains(dg, names) -> None:
+    print(f"drive gains identified ({dg.method}, {dg.payload_mass:g} kg payload on {dg.payload_link}, "
+          f"{dg.n_obs} rows, {dg.iterations} evaluations):")
+    for n, k, s, r, fx, ke in zip(names, dg.gains, dg.std_hac, dg.rel_std_hac, dg.fixed, dg.equation_error_gains):
+        err = "given" if fx else f"+- {s:.3f} ({r:.1f} %)"
+        print(f"  {n:>20}: {k:.3f} N m/A {err}   [equation-error {ke:.3f}]")
+    for i, com in enumerate(dg.payload_com):
+        print(f"  payload placement {i}: centre of mass " + " ".join(f"{c:.3f}" for c in com) + " m (link frame)")
+    if dg.weak:
+        print("  warning: weakly identified gains (relative std above 5 %): " + ", ".join(dg.weak))
+
+
 def main(args: Args) -> int:
     if args.runs:
+        if args.identify_gains:
+            print("error: --identify_gains needs current logs with a payload (UR10e format); --runs logs torque")
+            return 2
         return main_runs(args)
     data = args.data or ur10e_dir()
     if not (data / "identification_data").is_dir() or not (data / "validation_data").is_dir():
@@ -184,7 +219,8 @@ def main(args: Args) -> int:
         return 2
     files = list_runs(data / "identification_data")
     ident = [f for f in files if (f.name in args.ident if args.ident else is_fourier_unloaded(f))]
-    missing = set(args.ident) - {f.name for f in files}
+    wanted = set(args.ident) | (set(args.payload_runs) | set(args.payload_heldout) if args.identify_gains else set())
+    missing = wanted - {f.name for f in files}
     if missing:
         print(f"error: {data / 'identification_data'}: no such run(s): {sorted(missing)}")
         return 2
@@ -192,23 +228,65 @@ def main(args: Args) -> int:
     pub_path = args.published or data / "UR10E_parameters.txt"
     if str(pub_path) != "none" and Path(pub_path).is_file():
         published = load_published_parameters(pub_path)
-    if args.drive_gains is not None:
-        gains = np.array(args.drive_gains, dtype=float)
-    elif published is not None:
-        gains = published.drive_gains
-    else:
-        print("error: --drive-gains needed (no published parameter file found)")
+    if args.identify_gains and args.drive_gains is not None:
+        print("error: give --drive_gains or --identify_gains, not both")
         return 2
     robot = load_robot(args.robot or "ur10e")
     reg = Regressor(robot, RegressorOptions(coulomb_deadband=args.coulomb_deadband))
     pre = PreprocessOptions(dt=args.dt, cutoff_hz=args.cutoff_hz)
     t0 = time.perf_counter()
-    runs = [load_ur10e_processed(f, pre) for f in ident]
-    valid = {f.name: load_ur10e_processed(f, pre) for f in list_runs(data / "validation_data")}
+    folder = data / "identification_data"
+    try:
+        runs = [load_ur10e_processed(f, pre, args.max_corrupt_head_rows) for f in ident]
+        valid = {f.name: load_ur10e_processed(f, pre, args.max_corrupt_head_rows)
+                 for f in list_runs(data / "validation_data")}
+        loaded = [load_ur10e_processed(folder / n, pre, args.max_corrupt_head_rows) for n in args.payload_runs] \
+            if args.identify_gains else []
+        loaded_valid = {n: load_ur10e_processed(folder / n, pre, args.max_corrupt_head_rows)
+                        for n in args.payload_heldout} if args.identify_gains else {}
+    except UR10eDataError as exc:
+        hint = " (a corrupt block at the start of a file: --max_corrupt_head_rows N drops it)" \
+            if args.max_corrupt_head_rows == 0 else ""
+        print(f"error: {exc}{hint}")
+        return 2
+    for p in [*runs, *valid.values(), *loaded, *loaded_valid.values()]:
+        if p.record.get("dropped_corrupt_head_rows"):
+            print(f"note: {p.record['source']}: dropped {p.record['dropped_corrupt_head_rows']} corrupt leading rows")
     t_load = time.perf_counter() - t0
-    ref = {"published (authors)": published_standard_vector(reg, published)} if published is not None else None
-    res = run_pipeline(reg, runs, valid, args.out, "current", gains, "A", _options(args), ref)
+    dg = None
+    if args.identify_gains:
+        fixed = None
+        if args.fixed_gains:
+            if len(args.fixed_gains) != robot.n_dof:
+                print(f"error: --fixed_gains needs {robot.n_dof} values (nan where identified)")
+                return 2
+            fixed = np.array(args.fixed_gains, dtype=float)
+        base = compute_base_parameters(reg)
+        try:
+            dg = identify_drive_gains(reg, base, runs, loaded, Payload(args.payload_mass), fixed_gains=fixed,
+                                      method=args.gain_method, hac_lags=max(1, int(round(args.hac_lag_s / args.dt))))
+        except ValueError as exc:
+            print(f"error: {exc}")
+            return 2
+        _print_gains(dg, robot.joint_names)
+        if np.any(dg.gains <= 0):
+            print("error: a drive gain came out non-positive (see above); hold it with --fixed_gains")
+            return 2
+        gains = dg.gains
+    elif args.drive_gains is not None:
+        gains = np.array(args.drive_gains, dtype=float)
+    elif published is not None:
+        gains = published.drive_gains
+    else:
+        print("error: --drive_gains or --identify_gains needed (no published parameter file found)")
+        return 2
+    ref = {"published (authors)": (published_standard_vector(reg, published), published.drive_gains)} \
+        if published is not None else None
+    res = run_pipeline(reg, runs, valid, args.out, "current", gains, "A", _options(args), ref, dg, loaded_valid)
     _print(res, "A", len(runs), len(valid), t_load)
+    for run_name, row in res.loaded_rmse.items():
+        for m, r in row.items():
+            print(f"held-out with payload {run_name} RMSE [A] {m:>22}: " + " ".join(f"{v:.3f}" for v in r))
     return 0
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rigid_body_twin import fourier_trajectory, twin
-
 from isaaclab_sysid.rigid_body.drive_gains import (
     Payload,
     fit_payload,
@@ -14,6 +12,7 @@ from isaaclab_sysid.rigid_body.drive_gains import (
 )
 from isaaclab_sysid.rigid_body.preprocess import Processed
 from isaaclab_sysid.robots import LinkInertial
+from rigid_body_twin import fourier_trajectory, twin
 
 GAINS = np.array([10.4, 11.7, 9.2, 10.9, 9.6, 10.3])  # hidden [N m / A]
 MASS = 2.8  # [kg]

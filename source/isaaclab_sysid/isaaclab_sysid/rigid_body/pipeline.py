@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.rigid_body.base_params import BaseParameters, compute_base_parameters
+from isaaclab_sysid.rigid_body.drive_gains import DriveGainResult, Payload, fit_payload, predict_current
 from isaaclab_sysid.rigid_body.estimate import LSResult, estimate, hac_covariance
 from isaaclab_sysid.rigid_body.feasibility import (
     AuditResult,
@@ -79,19 +80,24 @@ class PipelineResult:
     validation_rmse: dict[str, dict[str, np.ndarray]]
     pooled_rmse: dict[str, np.ndarray]
     cov_hac: np.ndarray | None = None
+    loaded_rmse: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     consistency: dict = field(default_factory=dict)
     timing_s: dict[str, float] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
 
 
-def load_ur10e_processed(path: Path, options: PreprocessOptions) -> Processed:
+def load_ur10e_processed(path: Path, options: PreprocessOptions, max_corrupt_head_rows: int = 0) -> Processed:
     """Load one UR10e CSV and preprocess it; the motor current is the signal ``"current"``.
 
     The logged velocity is used (exactly zero at rest on the UR controller, which
-    keeps the Coulomb column at zero there).
+    keeps the Coulomb column at zero there). ``max_corrupt_head_rows``: see
+    :func:`load_ur10e_csv`; the rows dropped are in the record.
     """
-    log = load_ur10e_csv(path)
-    return preprocess(log.t, log.q, {"current": log.current}, options, source=str(path), velocity=log.qd)
+    log = load_ur10e_csv(path, max_corrupt_head_rows)
+    p = preprocess(log.t, log.q, {"current": log.current}, options, source=str(path), velocity=log.qd)
+    p.record["dropped_corrupt_head_rows"] = log.dropped_head_rows
+    p.record["dropped_truncated_last_row"] = log.dropped_last_row
+    return p
 
 
 def _stack(reg: Regressor, base: BaseParameters, runs: list[Processed], signal: str, gains):
@@ -123,7 +129,9 @@ def run_pipeline(
     gains: np.ndarray | None = None,
     unit: str = "A",
     options: PipelineOptions | None = None,
-    reference: dict[str, np.ndarray] | None = None,
+    reference: dict[str, np.ndarray | tuple[np.ndarray, np.ndarray]] | None = None,
+    drive_gains: DriveGainResult | None = None,
+    loaded_valid: dict[str, Processed] | None = None,
 ) -> PipelineResult:
     """Identify on ``ident``, predict ``valid``, audit, reconstruct, write files into ``out_dir``.
 
@@ -133,7 +141,12 @@ def run_pipeline(
         signal: name of the output signal in each :class:`Processed`.
         gains: (N,) drive gains [N m / A] when the output is current; None for torque.
         unit: output unit for the report.
-        reference: name -> (P,) other standard parameter sets to compare (e.g. published).
+        reference: name -> (P,) other standard parameter sets to compare (e.g. published),
+            or name -> ((P,), (N,) its own drive gains) when it comes with its own gains.
+        drive_gains: the identified gains (from :func:`identify_drive_gains`), written
+            into ``rb_params.json`` and the report; ``gains`` should be its ``gains``.
+        loaded_valid: held-out runs carrying the payload of ``drive_gains``: each model
+            predicts them after fitting the payload's placement (9 values) on that run.
     """
     opt = options or PipelineOptions()
     out = Path(out_dir)
@@ -200,15 +213,21 @@ def run_pipeline(
     # ----- held-out prediction
     t0 = time.perf_counter()
     models: dict[str, np.ndarray] = {"LS (base)": base.to_standard(fit.theta), "SDP (standard)": rec.pi}
-    for name, pi in (reference or {}).items():
-        models[name] = np.asarray(pi, dtype=float)
+    model_gains: dict[str, np.ndarray | None] = {m: gains for m in models}
+    for name, ref in (reference or {}).items():
+        pi_ref, g_ref = ref if isinstance(ref, tuple) else (ref, gains)
+        models[name] = np.asarray(pi_ref, dtype=float)
+        model_gains[name] = None if g_ref is None else np.asarray(g_ref, dtype=float)
     table: dict[str, dict[str, np.ndarray]] = {}
     sq: dict[str, list[np.ndarray]] = {m: [] for m in models}
     pngs = []
     for run_name, p in valid.items():
-        Wv = reg.matrix(p.q, p.qd, p.qdd, gains)
+        Y = reg.matrix(p.q, p.qd, p.qdd)
         meas = p.signals[signal]
-        preds = {m: (Wv @ pi).reshape(-1, reg.n_dof) for m, pi in models.items()}
+        preds = {}
+        for m, pi in models.items():
+            pr = (Y @ pi).reshape(-1, reg.n_dof)
+            preds[m] = pr if model_gains[m] is None else pr / model_gains[m][None, :]
         table[run_name] = {m: rmse_per_joint(meas, pr) for m, pr in preds.items()}
         for m, pr in preds.items():
             sq[m].append((meas - pr) ** 2)
@@ -217,6 +236,19 @@ def run_pipeline(
             plot_run(png, p.t, meas, preds, reg.robot.joint_names, unit, f"held-out {run_name}: measured vs predicted")
             pngs.append(str(png.relative_to(out)))
     pooled = {m: np.sqrt(np.mean(np.vstack(v), axis=0)) for m, v in sq.items() if v}
+    loaded_table: dict[str, dict[str, np.ndarray]] = {}
+    if loaded_valid:
+        if drive_gains is None:
+            raise ValueError("loaded_valid needs the drive_gains result (its payload mass and link)")
+        pl = Payload(drive_gains.payload_mass, drive_gains.payload_link)
+        for run_name, p in loaded_valid.items():
+            meas = p.signals[signal]
+            row = {}
+            for m, pi in models.items():
+                g = model_gains[m]
+                psi = fit_payload(reg, pi, g, [p], pl, signal)
+                row[m] = rmse_per_joint(meas, predict_current(reg, pi, g, p, psi, pl.link))
+            loaded_table[run_name] = row
     timing["validation"] = time.perf_counter() - t0
 
     # ----- files
@@ -224,7 +256,14 @@ def run_pipeline(
     nominal_path = save_nominal(out / "nominal_inertials.json", inertials, meta={"source": "rigid_body SDP"})
     payload = {
         "robot": reg.robot.name,
-        "output": {"signal": signal, "unit": unit, "drive_gains": gains},
+        "output": {
+            "signal": signal,
+            "unit": unit,
+            "drive_gains": gains,
+            "drive_gains_source": "identified (payload)" if drive_gains is not None else ("given" if gains is not None
+                                                                                        else None),
+        },
+        "drive_gain_identification": drive_gains.summary() if drive_gains is not None else None,
         "regressor": {"param_names": reg.param_names, "options": asdict(reg.options)},
         "preprocessing": [p.record for p in ident],
         "base_parameters": {
@@ -251,6 +290,7 @@ def run_pipeline(
         "validation": {
             "rmse_per_run": table,
             "rmse_pooled": pooled,
+            "rmse_loaded_payload_refit": loaded_table,
             "joint_names": reg.robot.joint_names,
         },
         "timing_s": timing,
@@ -275,6 +315,7 @@ def run_pipeline(
         "## Held-out prediction, pooled over all runs\n\n"
         + markdown_table({"all held-out": pooled}, reg.robot.joint_names, unit),
         "## Per run\n\n" + markdown_table(table, reg.robot.joint_names, unit),
+        *_drive_gain_sections(reg, drive_gains, loaded_table, unit),
         "## Plots\n\n" + "\n".join(f"![{p}]({p})" for p in pngs),
     ]
     md = write_report(out / "report.md", sections)
@@ -287,10 +328,37 @@ def run_pipeline(
         validation_rmse=table,
         pooled_rmse=pooled,
         cov_hac=cov_hac,
+        loaded_rmse=loaded_table,
         consistency=consistency,
         timing_s=timing,
         files={"rb_params": str(rb_path), "nominal": str(nominal_path), "report": str(md)},
     )
+
+
+def _drive_gain_sections(reg: Regressor, dg: DriveGainResult | None, loaded: dict, unit: str) -> list[str]:
+    if dg is None:
+        return []
+    names = reg.robot.joint_names
+    rows = "\n".join(
+        f"| {n} | {k:.3f} | {'given' if fx else f'{s:.3f} ({r:.1f} %)'} | {ke:.3f} |"
+        for n, k, s, r, fx, ke in zip(names, dg.gains, dg.std_hac, dg.rel_std_hac, dg.fixed, dg.equation_error_gains)
+    )
+    out = [
+        f"## Drive gains, identified with a {dg.payload_mass:g} kg payload on {dg.payload_link}\n\n"
+        f"Method {dg.method} ({dg.n_obs} rows, {dg.iterations} evaluations); residual RMS per joint [A]: "
+        + ", ".join(f"{v:.3f}" for v in dg.sigma_joint)
+        + ("\n\nWeakly identified (relative std above the threshold): " + ", ".join(dg.weak) if dg.weak else "")
+        + "\n\n| joint | k [N m/A] | std (HAC) | equation-error k |\n|---|---|---|---|\n"
+        + rows
+        + "\n\nPayload centre of mass per placement [m, link frame]: "
+        + "; ".join("(" + ", ".join(f"{c:.3f}" for c in com) + ")" for com in dg.payload_com),
+    ]
+    if loaded:
+        out.append(
+            "## Held-out runs with the payload (its placement fitted on each run, 9 values)\n\n"
+            + markdown_table(loaded, names, unit)
+        )
+    return out
 
 
 def _inertials_json(inertials) -> dict:
