@@ -38,7 +38,7 @@ from isaaclab_sysid.rigid_body.pipeline import (
 )
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
 from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
-from isaaclab_sysid.rigid_body.runs_input import process_run, read_runs, robot_of
+from isaaclab_sysid.rigid_body.runs_input import commanded_trajectory, process_run, read_runs, robot_of
 from isaaclab_sysid.rigid_body.ur10e_data import (
     UR10eDataError,
     is_fourier_unloaded,
@@ -73,7 +73,8 @@ class Args:
     ident: tuple[str, ...] = ()
     """Identification CSV names (default: the Fourier runs without payload, '*harm*' and not '*Load*')."""
     method: str = "ols"
-    """Estimator: ols, wls (per-joint noise weights) or tls."""
+    """Estimator: ols, wls (per-joint noise weights), tls, or iv (instrumental variables for closed-loop
+    data: the instrument is the regressor of the commanded trajectory q_des; --runs with joint_pd runs only)."""
     dt: float = 0.02
     """Resampling interval [s]."""
     cutoff_hz: float = 4.0
@@ -186,11 +187,13 @@ def main_runs(args: Args) -> int:
     try:
         ident = [process_run(r, pre, args.signal, args.logged_velocity) for r in ident_runs]
         valid = {r.name: process_run(r, pre, args.signal, args.logged_velocity) for r in held_runs}
+        instruments = [commanded_trajectory(r, pre) for r in ident_runs] if args.method == "iv" else None
     except ValueError as exc:
         print(f"error: {exc}")
         return 2
     t_load = time.perf_counter() - t0
-    res = run_pipeline(reg, ident, valid, args.out, args.signal, None, "N m", _options(args))
+    res = run_pipeline(reg, ident, valid, args.out, args.signal, None, "N m", _options(args),
+                       instruments=instruments)
     _print(res, "N m", len(ident), len(valid), t_load)
     return 0
 
@@ -213,6 +216,10 @@ def main(args: Args) -> int:
             print("error: --identify_gains needs current logs with a payload (UR10e format); --runs logs torque")
             return 2
         return main_runs(args)
+    if args.method == "iv":
+        print("error: --method iv needs the commanded joint trajectory (q_des): runs in the run format "
+              "(--runs) from the joint_pd controller; the UR10e logs hold no desired positions")
+        return 2
     data = args.data or ur10e_dir()
     if not (data / "identification_data").is_dir() or not (data / "validation_data").is_dir():
         print(f"error: {data}: needs identification_data/ and validation_data/ (set --data or ISAACLAB_SYSID_SHARED)")

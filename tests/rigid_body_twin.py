@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-
 from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
 from isaaclab_sysid.rigid_body.regressor import Regressor
 from isaaclab_sysid.robots import load_robot
@@ -47,3 +46,30 @@ def fourier_trajectory(n_dof: int, T: int, dt: float, seed: int = 0, harmonics: 
     qd = c @ a.T + s @ b.T
     qdd = -(s @ (a * w).T) + c @ (b * w).T
     return t, q, qd, qdd
+
+
+def closed_loop_run(reg, true, ctrl, seed: int, T: int = 4000, dt: float = 0.005, d_std: float = 0.3,
+                    kp: float = 400.0, kd: float = 40.0):
+    """The twin tracking a Fourier reference under computed-torque control built on the model
+    ``ctrl`` (P,), with a white actuator disturbance d ~ N(0, d_std^2) [N m] per control period.
+
+    Returns (reference (q, qd, qdd), measured (q, qd, qdd), commanded torque), each (T, N):
+    the logged torque is the command, so ``tau = Y(q, qd, qdd) pi_true - d`` and the
+    regressor, through the closed loop, is correlated with d (seed 000, L.C.3).
+    """
+    n = reg.n_dof
+    _, qr, qdr, qddr = fourier_trajectory(n, T, dt, seed=seed, f0=0.1)
+    rng = np.random.default_rng(1000 + seed)
+    q, qd = qr[0].copy(), qdr[0].copy()
+    Q, QD, QDD, TAU = (np.zeros((T, n)) for _ in range(4))
+    zero = np.zeros((1, n))
+    for k in range(T):
+        e, ed = qr[k] - q, qdr[k] - qd
+        tau = reg.mass_matrix(ctrl, q) @ (qddr[k] + kp * e + kd * ed) + reg.predict(ctrl, q[None], qd[None], zero)[0]
+        d = rng.normal(0.0, d_std, n)
+        b = reg.predict(true, q[None], qd[None], zero)[0]
+        qdd = np.linalg.solve(reg.mass_matrix(true, q), tau + d - b)
+        Q[k], QD[k], QDD[k], TAU[k] = q, qd, qdd, tau
+        qd = qd + dt * qdd  # semi-implicit Euler
+        q = q + dt * qd
+    return (qr, qdr, qddr), (Q, QD, QDD), TAU

@@ -6,8 +6,6 @@ import json
 
 import numpy as np
 import pytest
-from rigid_body_twin import fourier_trajectory, twin
-
 from isaaclab_sysid.rigid_body.estimate import ols
 from isaaclab_sysid.rigid_body.feasibility import (
     audit_mass_matrix,
@@ -17,6 +15,7 @@ from isaaclab_sysid.rigid_body.feasibility import (
 )
 from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal, save_nominal
 from isaaclab_sysid.rigid_body.seeding import estimate_delay, friction_from_sweeps
+from rigid_body_twin import fourier_trajectory, twin
 
 AUDIT = dict(grid_points=3, n_uniform=300, n_dense=200, seeds=(0, 1))
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rigid_body_twin import fourier_trajectory, twin
-
 from isaaclab_sysid.rigid_body.estimate import (
     estimate,
     instrumental_variables,
@@ -15,6 +13,7 @@ from isaaclab_sysid.rigid_body.estimate import (
     wls,
 )
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions, preprocess
+from rigid_body_twin import closed_loop_run, fourier_trajectory, twin
 
 N_DRAWS = 200
 
@@ -107,6 +106,30 @@ def test_iv_and_tls_and_dispatch(setup):
         ols(reg.matrix(*[np.zeros((20, 6))] * 3), np.zeros(120), 6)
 
 
+def test_iv_removes_the_closed_loop_bias(setup):
+    """Seed 000 L.C.3 on the twin: under feedback the actuator disturbance drives the
+    acceleration, so OLS on the measured motion is biased and its intervals miss; the instrument built from the reference trajectory is not
+    correlated with the disturbance, and IV's intervals cover."""
+    reg, base, true, prior = twin()
+    true = true.copy()
+    true[reg.term_slice("coulomb")] = 0.0  # smooth dynamics for the explicit integrator
+    ctrl = prior.copy()  # the controller's model: URDF links, joint terms 20 % low
+    for term in ("armature", "viscous", "offset"):
+        ctrl[reg.term_slice(term)] = 0.8 * true[reg.term_slice(term)]
+    pib = base.to_base(true)
+    z_ols, z_iv = [], []
+    for seed in range(3):
+        ref, meas, tau = closed_loop_run(reg, true, ctrl, seed)
+        assert np.sqrt(np.mean((meas[0] - ref[0]) ** 2)) < 0.01  # it tracks (mrad), yet:
+        W, Z, y = base.columns(reg.matrix(*meas)), base.columns(reg.matrix(*ref)), tau.ravel()
+        r_ols, r_iv = ols(W, y, reg.n_dof), estimate(W, y, reg.n_dof, "iv", Z=Z)
+        z_ols.append((r_ols.theta - pib) / r_ols.std)
+        z_iv.append((r_iv.theta - pib) / r_iv.std)
+    z_ols, z_iv = np.abs(np.array(z_ols)), np.abs(np.array(z_iv))
+    assert np.median(z_ols) > 2.5 and np.mean(z_ols <= 2) < 0.5, np.median(z_ols)
+    assert np.median(z_iv) < 1.0 and np.mean(z_iv <= 2) >= 0.9, np.median(z_iv)
+
+
 def test_preprocessing_end_to_end_twin():
     """Irregular 94 Hz stamps + sensor noise -> filtered derivatives -> LS predicts held-out torque."""
     reg, base, true, _ = twin()
@@ -145,7 +168,6 @@ def test_preprocess_bad_input_messages():
 def test_hac_covariance_matches_spread_of_correlated_noise(setup):
     """Filtered logs have time-correlated residuals: the OLS formula then understates the spread, HAC does not."""
     import scipy.signal
-
     from isaaclab_sysid.rigid_body.estimate import hac_covariance
 
     reg, base, true, Wb = setup

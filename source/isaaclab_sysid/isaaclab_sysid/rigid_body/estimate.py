@@ -208,6 +208,7 @@ def hac_covariance(
     lags: int,
     segments: list[int] | None = None,
     bread: np.ndarray | None = None,
+    instrument: np.ndarray | None = None,
 ) -> np.ndarray:
     """Newey-West (HAC) covariance of an OLS estimate whose residuals are correlated in time.
 
@@ -223,12 +224,21 @@ def hac_covariance(
         lags: L, the Bartlett window [samples].
         segments: samples per run (sum = M / N); lags never cross runs. None: one run.
         bread: (p, p) (W^T W)^-1 if already known (an OLS result's ``cov / sigma2``); else from a QR.
+        instrument: (M, p) the instrument Z of an IV estimate: the scores are then
+            ``Q_t^T r_t`` (Q: orthonormal basis of Z) and the bread ``(Q^T W)^-1``, so
+            ``Cov = B S B^T`` is the IV sandwich; ``bread`` is ignored.
     """
     W = np.asarray(W, dtype=float)
     r = np.asarray(r, dtype=float).ravel()
     T = W.shape[0] // n_dof
     p = W.shape[1]
-    G = (W * r[:, None]).reshape(T, n_dof, p).sum(axis=1)  # (T, p) scores
+    B = None
+    if instrument is not None:
+        Q, _ = np.linalg.qr(np.asarray(instrument, dtype=float), mode="reduced")
+        B = np.linalg.inv(Q.T @ W)
+        G = (Q * r[:, None]).reshape(T, n_dof, p).sum(axis=1)
+    else:
+        G = (W * r[:, None]).reshape(T, n_dof, p).sum(axis=1)  # (T, p) scores
     segments = [T] if segments is None else list(segments)
     if sum(segments) != T:
         raise ValueError(f"segments sum to {sum(segments)} samples, regressor has {T}")
@@ -241,6 +251,9 @@ def hac_covariance(
             C = g[lag:].T @ g[:-lag]
             S += (1.0 - lag / (lags + 1.0)) * (C + C.T)
         start += n
+    if B is not None:
+        cov = B @ S @ B.T
+        return 0.5 * (cov + cov.T)
     if bread is None:
         _, R = np.linalg.qr(W, mode="reduced")
         Rinv = scipy.linalg.solve_triangular(R, np.eye(p))

@@ -36,7 +36,7 @@ class PipelineOptions:
     """Choices of one identification.
 
     Attributes:
-        method: "ols", "wls", "tls" ("iv" needs an instrument: use the API).
+        method: "ols", "wls", "tls" or "iv" (needs ``instruments`` in :func:`run_pipeline`).
         base_samples, base_seed: random samples and seed of the base-parameter QR.
         audit_grid, audit_uniform, audit_dense, audit_seeds: the all-pose audit's pose set.
         sdp_eps: pseudo-inertia margin; sdp_mode: "map" (default), "exact", "auto".
@@ -132,6 +132,7 @@ def run_pipeline(
     reference: dict[str, np.ndarray | tuple[np.ndarray, np.ndarray]] | None = None,
     drive_gains: DriveGainResult | None = None,
     loaded_valid: dict[str, Processed] | None = None,
+    instruments: list[Processed] | None = None,
 ) -> PipelineResult:
     """Identify on ``ident``, predict ``valid``, audit, reconstruct, write files into ``out_dir``.
 
@@ -147,6 +148,8 @@ def run_pipeline(
             into ``rb_params.json`` and the report; ``gains`` should be its ``gains``.
         loaded_valid: held-out runs carrying the payload of ``drive_gains``: each model
             predicts them after fitting the payload's placement (9 values) on that run.
+        instruments: for method "iv": one run per ``ident`` run on the same time grid, the
+            commanded trajectory (q, qd, qdd) whose regressor is the instrument Z.
     """
     opt = options or PipelineOptions()
     out = Path(out_dir)
@@ -157,13 +160,21 @@ def run_pipeline(
     timing["base_parameters"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     W, y, segments = _stack(reg, base, ident, signal, gains)
+    Z = None
+    if opt.method == "iv":
+        if not instruments or len(instruments) != len(ident):
+            raise ValueError("method 'iv' needs one instrument run (the commanded trajectory) per identification run")
+        for p, z in zip(ident, instruments):
+            if z.q.shape != p.q.shape:
+                raise ValueError(f"instrument run {z.record.get('source')} has {z.q.shape}, its run {p.q.shape}")
+        Z = np.vstack([base.columns(reg.matrix(z.q, z.qd, z.qdd, gains)) for z in instruments])
     timing["regressor"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fit = estimate(W, y, reg.n_dof, opt.method)
+    fit = estimate(W, y, reg.n_dof, opt.method, Z=Z)
     dt = float(ident[0].record.get("target_dt_s", np.median(np.diff(ident[0].t))))
     hac_lags = max(1, int(round(opt.hac_lag_s / dt)))
     bread = fit.cov / fit.sigma2 if fit.method == "ols" and fit.sigma2 > 0 else None
-    cov_hac = hac_covariance(W, y - W @ fit.theta, reg.n_dof, hac_lags, segments, bread=bread)
+    cov_hac = hac_covariance(W, y - W @ fit.theta, reg.n_dof, hac_lags, segments, bread=bread, instrument=Z)
     timing["estimate"] = time.perf_counter() - t0
     if opt.sdp_covariance not in ("hac", "ols"):
         raise ValueError(f"sdp_covariance must be 'hac' or 'ols'; got {opt.sdp_covariance!r}")

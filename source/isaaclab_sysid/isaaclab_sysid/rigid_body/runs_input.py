@@ -70,3 +70,20 @@ def process_run(
     y = np.asarray(getattr(run, signal), dtype=float)
     src = str(run.source or run.name)
     return preprocess(run.t, run.q, {signal: y}, options, source=src, velocity=run.dq if use_logged_velocity else None)
+
+
+def commanded_trajectory(run: Run, options: PreprocessOptions) -> Processed:
+    """The commanded joint trajectory ``q_des`` of a joint_pd run, preprocessed on the same
+    grid as :func:`process_run` (filtered, differentiated twice): the instrument of an
+    instrumental-variable estimate (seed 000, L.C.3).
+
+    Raises:
+        ValueError: the run has no joint targets (task_impedance).
+    """
+    if run.q_des is None:
+        raise ValueError(
+            f"{run.source or run.name}: no q_des (controller {run.meta.controller}); the instrumental-variable "
+            "estimate needs joint targets (joint_pd runs)"
+        )
+    src = str(run.source or run.name)
+    return preprocess(run.t, np.asarray(run.q_des, dtype=float), {}, options, source=f"{src} (q_des)")
