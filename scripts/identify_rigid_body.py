@@ -14,8 +14,8 @@ Robot.with_inertials and the fit's --nominal FILE), report.md and plots/*.png.
 
 Examples:
     python scripts/identify_rigid_body.py --out logs/rigid_body/ur10e
-    python scripts/identify_rigid_body.py --identify_gains --max_corrupt_head_rows 25 \
-        --payload_heldout ur-20_02_19_15harm50secLoad.csv --out logs/rigid_body/ur10e_gains
+    python scripts/identify_rigid_body.py --identify-gains --max-corrupt-head-rows 25 \
+        --payload-heldout ur-20_02_19_15harm50secLoad.csv --out logs/rigid_body/ur10e_gains
     python scripts/identify_rigid_body.py --runs a.csv b.csv --heldout c.csv --out logs/rigid_body/franka
 """
 
@@ -82,10 +82,10 @@ class Args:
     coulomb_deadband: float = 1e-3
     """|qd| [rad/s] below which the Coulomb column is zero."""
     drive_gains: tuple[float, ...] | None = None
-    """Current-to-torque gains [N m/A] (default: the authors' published gains, or --identify_gains)."""
+    """Current-to-torque gains [N m/A] (default: the authors' published gains, or --identify-gains)."""
     identify_gains: bool = False
-    """Identify the drive gains from runs carrying a payload of known mass (--payload_runs,
-    --payload_mass) together with the unloaded identification runs, then identify with them."""
+    """Identify the drive gains from runs carrying a payload of known mass (--payload-runs,
+    --payload-mass) together with the unloaded identification runs, then identify with them."""
     payload_runs: tuple[str, ...] = ("ur-20_02_19_14harm50secLoad.csv",)
     """identification_data runs carrying the payload (each run may mount it differently)."""
     payload_mass: float = 2.805
@@ -95,7 +95,7 @@ class Args:
     gain_method: str = "output_error"
     """output_error (LM on the measured current; default) or equation_error (the authors' linear OLS)."""
     fixed_gains: tuple[float, ...] = ()
-    """With --identify_gains: one value per joint [N m/A] to hold, nan where identified (e.g. nan 10.7 nan nan nan nan)."""
+    """With --identify-gains: one value per joint [N m/A] to hold, nan where identified (e.g. nan 10.7 nan nan nan nan)."""
     max_corrupt_head_rows: int = 0
     """Drop a corrupt block of at most this many rows at the start of a UR10e log (two real logs begin
     with garbage packets; 25 covers them); 0 refuses any bad row. Dropped rows are recorded."""
@@ -213,7 +213,7 @@ def _print_gains(dg, names) -> None:
 def main(args: Args) -> int:
     if args.runs:
         if args.identify_gains:
-            print("error: --identify_gains needs current logs with a payload (UR10e format); --runs logs torque")
+            print("error: --identify-gains needs current logs with a payload (UR10e format); --runs logs torque")
             return 2
         return main_runs(args)
     if args.method == "iv":
@@ -236,7 +236,7 @@ def main(args: Args) -> int:
     if str(pub_path) != "none" and Path(pub_path).is_file():
         published = load_published_parameters(pub_path)
     if args.identify_gains and args.drive_gains is not None:
-        print("error: give --drive_gains or --identify_gains, not both")
+        print("error: give --drive-gains or --identify-gains, not both")
         return 2
     robot = load_robot(args.robot or "ur10e")
     reg = Regressor(robot, RegressorOptions(coulomb_deadband=args.coulomb_deadband))
@@ -252,7 +252,7 @@ def main(args: Args) -> int:
         loaded_valid = {n: load_ur10e_processed(folder / n, pre, args.max_corrupt_head_rows)
                         for n in args.payload_heldout} if args.identify_gains else {}
     except UR10eDataError as exc:
-        hint = " (a corrupt block at the start of a file: --max_corrupt_head_rows N drops it)" \
+        hint = " (a corrupt block at the start of a file: --max-corrupt-head-rows N drops it)" \
             if args.max_corrupt_head_rows == 0 else ""
         print(f"error: {exc}{hint}")
         return 2
@@ -265,7 +265,7 @@ def main(args: Args) -> int:
         fixed = None
         if args.fixed_gains:
             if len(args.fixed_gains) != robot.n_dof:
-                print(f"error: --fixed_gains needs {robot.n_dof} values (nan where identified)")
+                print(f"error: --fixed-gains needs {robot.n_dof} values (nan where identified)")
                 return 2
             fixed = np.array(args.fixed_gains, dtype=float)
         base = compute_base_parameters(reg)
@@ -277,7 +277,7 @@ def main(args: Args) -> int:
             return 2
         _print_gains(dg, robot.joint_names)
         if np.any(dg.gains <= 0):
-            print("error: a drive gain came out non-positive (see above); hold it with --fixed_gains")
+            print("error: a drive gain came out non-positive (see above); hold it with --fixed-gains")
             return 2
         gains = dg.gains
     elif args.drive_gains is not None:
@@ -285,7 +285,7 @@ def main(args: Args) -> int:
     elif published is not None:
         gains = published.drive_gains
     else:
-        print("error: --drive_gains or --identify_gains needed (no published parameter file found)")
+        print("error: --drive-gains or --identify-gains needed (no published parameter file found)")
         return 2
     ref = {"published (authors)": (published_standard_vector(reg, published), published.drive_gains)} \
         if published is not None else None

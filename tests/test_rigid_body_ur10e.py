@@ -162,7 +162,7 @@ def test_ur10e_cli_identify_gains(tmp_path, capsys):
     # the held-out payload run starts with garbage rows: refused, with the way out in the message
     assert cli.main(cli.Args(out=tmp_path / "a", **common)) == 2
     msg = capsys.readouterr().out
-    assert "row 2, column 2" in msg and "--max_corrupt_head_rows" in msg
+    assert "row 2, column 2" in msg and "--max-corrupt-head-rows" in msg
     assert cli.main(cli.Args(out=tmp_path / "b", max_corrupt_head_rows=25, **common)) == 0
     printed = capsys.readouterr().out
     assert "dropped 10 corrupt leading rows" in printed and "drive gains identified" in printed
