@@ -56,7 +56,8 @@ class Args:
     refine_iter: int = 10
     """Levenberg-Marquardt iterations after CMA-ES on the replay residuals (0 = off); each costs two batched rollouts (docs/fit.md)."""
     x0: str = "low"
-    """CMA-ES start: low (sliding regime: armature 20 %, friction/viscous 5 % of their ranges), center, or a sysid_best_params.json."""
+    """CMA-ES start: low (sliding regime: armature 20 %, friction/viscous 5 % of their ranges), center, a
+    sysid_best_params.json, or a seed from scripts/seed_fit.py (rigid-body joint terms; groups missing from a file start low)."""
     sigma: float = 0.25
     """Initial CMA-ES step size in the normalized parameter space (every group scaled to [0, 1] within its bounds)."""
     seed: int = 0

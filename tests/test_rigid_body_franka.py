@@ -159,3 +159,45 @@ def test_mass_intervals_from_a_real_rb_params(franka):
         assert iv.value == pytest.approx(float(links[iv.joint]["mass"]))
         assert any(iv.label in w and "not identifiable" in w for w in warns)
     assert rho is None or rho > 0
+
+
+def test_seed_fit_from_rb_params_starts_the_replay_near_the_twin(franka, tmp_path, capsys):
+    """seed_fit.py turns the LS joint terms into a --x0 file; replaying the twin's held-out run
+    from that start is far closer to the recording than the default 'low' start."""
+    from isaaclab_sysid.evaluate.metrics import rollout_metrics
+    from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+    from isaaclab_sysid.fit.pipeline import start_point
+    from isaaclab_sysid.sim.interface import ReplayOptions
+    from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
+
+    paths, nominal, truth, out = franka
+    spec = importlib.util.spec_from_file_location("seed_fit", ROOT / "scripts" / "seed_fit.py")
+    cli = importlib.util.module_from_spec(spec)
+    sys.modules["seed_fit"] = cli
+    spec.loader.exec_module(cli)
+    seed_path = tmp_path / "seed.json"
+    assert cli.main(cli.Args(rb_params=out / "rb_params.json", out=seed_path)) == 0
+    assert "motor_delay_steps: not seeded" in capsys.readouterr().out
+    seed = json.loads(seed_path.read_text())["best_params_decoded"]
+    assert "motor_delay_steps" not in seed
+    arm, fric, visc = (np.array(seed[k]) for k in ("armature", "friction", "viscous"))
+    print(f"\nseed / truth: armature {np.round(arm / PARAMS.armature, 2)}, friction {np.round(fric / PARAMS.friction, 2)}, "
+          f"viscous {np.round(visc / PARAMS.viscous, 2)}")
+    np.testing.assert_allclose(arm, PARAMS.armature, rtol=0.25)
+    np.testing.assert_allclose(fric, PARAMS.friction, rtol=0.25)
+    np.testing.assert_allclose(visc, PARAMS.viscous, rtol=1.0)
+    space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in ("armature", "friction", "viscous", "delay")}, 7)
+    x_low, x_seed = start_point("low", space), start_point(str(seed_path), space)
+    assert x_seed[space.slice("delay")] == x_low[space.slice("delay")]  # not in the file: the default start
+    dec_low, dec_seed = space.decode(x_low), space.decode(x_seed)
+    np.testing.assert_allclose(dec_seed["armature"], arm, rtol=1e-9)
+    batch = space.batch_from_decoded({g: np.stack([dec_low[g], dec_seed[g]]) for g in space.group_names}, 2)
+    run = read_runs([paths[2]])[0]
+    be = MujocoBackend(truth, ReplayOptions())
+    try:
+        ro = be.rollout(batch, [run])[0]
+    finally:
+        be.close()
+    q_low, q_seed = (rollout_metrics(ro, run, i).q_rms_all_mrad for i in (0, 1))
+    print(f"held-out replay q RMS: 'low' start {q_low:.2f} mrad, seed {q_seed:.2f} mrad")
+    assert q_seed < 0.5 * q_low

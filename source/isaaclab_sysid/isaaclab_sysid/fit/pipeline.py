@@ -316,24 +316,33 @@ def start_point(spec: str, space: ParamSpace) -> np.ndarray:
     default bounds (2.5 N m of Coulomb friction) most joints stick, the loss is
     flat in every direction that does not unstick them, and the search wastes its
     generations there (docs/fit.md).
+
+    A file (a ``sysid_best_params.json``, a checkpoint, or a ``seed_fit.py`` seed) sets
+    the groups it holds (clipped to the bounds); groups it lacks keep the ``low`` start.
     """
     if spec == "center":
         return np.full(space.dim, 0.5)
+    x = np.full(space.dim, 0.05)
+    for g in space.groups:
+        sl = space.slice(g.name)
+        if g.name == "armature":
+            x[sl] = 0.2
+        elif g.name in ("delay", "dynamic_ratio"):
+            x[sl] = 0.5
     if spec == "low":
-        x = np.full(space.dim, 0.05)
-        for g in space.groups:
-            sl = space.slice(g.name)
-            if g.name == "armature":
-                x[sl] = 0.2
-            elif g.name in ("delay", "dynamic_ratio"):
-                x[sl] = 0.5
         return x
     from isaaclab_sysid.evaluate.heldout import load_params_file
+    from isaaclab_sysid.fit.param_space import RESULT_KEYS
 
     try:
-        return space.normalize(space.decoded_from_json(load_params_file(spec)))
+        params = load_params_file(spec)
+        from_file = space.normalize(space.decoded_from_json(params))
     except (OSError, ValueError, KeyError) as exc:
         raise FitError(f"--x0 {spec}: expected low, center or a sysid_best_params.json/checkpoint ({exc})") from None
+    for g in space.groups:
+        if RESULT_KEYS[g.name] in params:
+            x[space.slice(g.name)] = from_file[space.slice(g.name)]
+    return x
 
 
 def _refine(fit: CmaesFit, args: FitArgs, run_dir: Path, log: Callable[[str], None]) -> None:
