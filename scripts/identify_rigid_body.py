@@ -206,6 +206,8 @@ def _print_gains(dg, names) -> None:
         print(f"  {n:>20}: {k:.3f} N m/A {err}   [equation-error {ke:.3f}]")
     for i, com in enumerate(dg.payload_com):
         print(f"  payload placement {i}: centre of mass " + " ".join(f"{c:.3f}" for c in com) + " m (link frame)")
+    if not dg.converged:
+        print(f"  warning: the gain estimate did not converge ({dg.message})")
     if dg.weak:
         print("  warning: weakly identified gains (relative std above 5 %): " + ", ".join(dg.weak))
 

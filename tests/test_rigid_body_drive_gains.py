@@ -54,7 +54,7 @@ def test_output_error_recovers_hidden_gains_and_payload(setup):
     assert np.all(res.rel_std_hac < 2.0), res.rel_std_hac  # informative: every gain to < 2 %
     assert np.all(np.abs(err) < 3 * res.std_hac), (err, res.std_hac)  # and inside its error bar
     assert np.all(np.abs(err) / GAINS < 0.025) and np.mean(np.abs(err) / GAINS) < 0.01, res.gains
-    assert res.weak == []
+    assert res.weak == [] and res.converged
     # each run's payload placement: its centre of mass within 5 mm
     for k, pl in enumerate(PLACEMENTS):
         np.testing.assert_allclose(res.payload_com[k], pl[1:4] / MASS, atol=5e-3)

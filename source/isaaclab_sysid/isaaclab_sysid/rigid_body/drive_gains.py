@@ -75,6 +75,8 @@ class DriveGainResult:
         method: "output_error" or "equation_error".
         n_obs: rows; iterations: Levenberg-Marquardt function evaluations.
         weak: joint names whose gain has a relative std above ``weak_rel_std`` [%].
+        converged: the Levenberg-Marquardt stop was a convergence test (always True for
+            equation_error); message: its reason.
     """
 
     gains: np.ndarray
@@ -94,6 +96,8 @@ class DriveGainResult:
     n_obs: int
     iterations: int
     weak: list[str] = field(default_factory=list)
+    converged: bool = True
+    message: str = ""
 
     @property
     def payload_com(self) -> np.ndarray:
@@ -255,7 +259,7 @@ def identify_drive_gains(
         return J
 
     z0 = np.concatenate([k_ee[free], x_ee[n:]])
-    iters = 0
+    iters, converged, message = 0, True, "linear least squares"
     if method == "output_error":
         # a gain the linear fit left non-positive (weak joint) starts from the others' median
         k0 = z0[:nf]
@@ -267,7 +271,7 @@ def identify_drive_gains(
             lin = np.linalg.lstsq(np.hstack([d.W, d.P]), d.y * k_full[jrow] - d.p * m, rcond=None)[0]
             z0 = np.concatenate([k0, lin])
         sol = scipy.optimize.least_squares(residual, z0, jac=jacobian, method="lm", xtol=1e-12, ftol=1e-12)
-        z, iters = sol.x, int(sol.nfev)
+        z, iters, converged, message = sol.x, int(sol.nfev), bool(sol.status > 0), str(sol.message)
     else:
         z = z0
     r = residual(z)
@@ -304,6 +308,8 @@ def identify_drive_gains(
         n_obs=M,
         iterations=iters,
         weak=weak,
+        converged=converged,
+        message=message,
     )
 
 

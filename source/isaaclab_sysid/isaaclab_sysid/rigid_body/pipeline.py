@@ -254,12 +254,18 @@ def run_pipeline(
         pl = Payload(drive_gains.payload_mass, drive_gains.payload_link)
         for run_name, p in loaded_valid.items():
             meas = p.signals[signal]
-            row = {}
+            row, preds = {}, {}
             for m, pi in models.items():
                 g = model_gains[m]
                 psi = fit_payload(reg, pi, g, [p], pl, signal)
-                row[m] = rmse_per_joint(meas, predict_current(reg, pi, g, p, psi, pl.link))
+                preds[m] = predict_current(reg, pi, g, p, psi, pl.link)
+                row[m] = rmse_per_joint(meas, preds[m])
             loaded_table[run_name] = row
+            if opt.plots:
+                png = out / "plots" / f"{Path(run_name).stem}.png"
+                plot_run(png, p.t, meas, preds, reg.robot.joint_names, unit,
+                         f"held-out with payload {run_name}: measured vs predicted (placement fitted)")
+                pngs.append(str(png.relative_to(out)))
     timing["validation"] = time.perf_counter() - t0
 
     # ----- files
