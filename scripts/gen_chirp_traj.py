@@ -17,13 +17,11 @@ from typing import Literal
 import tyro
 
 from isaaclab_sysid.excitation.chirp import CHIRP_AXES, ChirpSpec, chirp
-from isaaclab_sysid.excitation.cli import build_task_run, start_pose, write_outputs
-from isaaclab_sysid.excitation.limits import DesignLimitError, DesignLimits
-from isaaclab_sysid.excitation.plots import plot_task_design
+from isaaclab_sysid.excitation.cli import TaskDesignFlags, generate_task_design, start_pose
 
 
 @dataclass
-class Args:
+class Args(TaskDesignFlags):
     """Generate a chirp excitation (defaults: seed 004's fit runs at kp 200/20)."""
 
     band: Literal["low", "high"] = "low"
@@ -62,18 +60,6 @@ class Args:
     """Translational damping [N s/m] (default 2 sqrt(kp_trans))."""
     kd_rot: float | None = None
     """Rotational damping [N m s/rad] (default 2 sqrt(kp_rot))."""
-    max_translation_m: float = 0.3
-    """Refuse a target farther than this from the anchor [m]."""
-    max_rotation_rad: float = 1.0
-    """Refuse a target rotated more than this from the anchor [rad]."""
-    max_ee_speed_m_s: float | None = None
-    """Refuse a reference faster than this [m/s] (default: unchecked)."""
-    max_ee_acc_m_s2: float | None = None
-    """Refuse a reference accelerating more than this [m/s^2] (default: unchecked)."""
-    joint_margin_rad: float = 0.05
-    """Refuse a joint reference closer than this to a joint limit [rad]."""
-    preflight: bool = False
-    """Also replay the design and write the pre-flight report."""
 
 
 def main(a: Args) -> int:
@@ -82,22 +68,10 @@ def main(a: Args) -> int:
     spec = ChirpSpec(band=a.band, f_start_hz=a.f_start_hz, f_end_hz=a.f_end_hz, duration_s=a.duration_s,
                      amplitude=a.amplitude, amp_taper_exp=a.amp_taper_exp, ramp_up_s=a.ramp_up_s,
                      ramp_down_s=a.ramp_down_s, corner_s=a.corner_s, axes=a.axes)
-    limits = DesignLimits(joint_margin_rad=a.joint_margin_rad, max_translation_m=a.max_translation_m,
-                          max_rotation_rad=a.max_rotation_rad, max_ee_speed_m_s=a.max_ee_speed_m_s,
-                          max_ee_acc_m_s2=a.max_ee_acc_m_s2)
     if a.band == "high" and a.kp_trans >= 400 and (a.amp_taper_exp is None or a.amp_taper_exp < 2):
         print("warning: at kp >= 400 the arm follows further up the band; use --amp-taper-exp 2 (seed 004)")
-    try:
-        design = chirp(spec, pos, quat)
-        run, jref, peaks = build_task_run(robot, q0, design, limits, name, a.kp_trans, a.kp_rot, a.kd_trans, a.kd_rot)
-    except (DesignLimitError, ValueError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    paths = write_outputs(robot, run, a.out_dir, lambda p: plot_task_design(design, jref, robot, p), a.preflight, peaks)
-    print(f"peaks: EE {peaks['ee_speed_m_s']:.3f} m/s, {peaks['ee_acc_m_s2']:.2f} m/s^2")
-    for p in paths:
-        print(f"wrote {p}")
-    return 0
+    return generate_task_design(robot, q0, lambda: chirp(spec, pos, quat), a, name,
+                                (a.kp_trans, a.kp_rot, a.kd_trans, a.kd_rot), a.out_dir)
 
 
 if __name__ == "__main__":

@@ -14,14 +14,12 @@ from pathlib import Path
 
 import tyro
 
-from isaaclab_sysid.excitation.cli import build_task_run, start_pose, write_outputs
-from isaaclab_sysid.excitation.limits import DesignLimitError, DesignLimits
+from isaaclab_sysid.excitation.cli import TaskDesignFlags, generate_task_design, start_pose
 from isaaclab_sysid.excitation.multiband import MULTIBAND_AXES, MultibandSpec, multiband
-from isaaclab_sysid.excitation.plots import plot_task_design
 
 
 @dataclass
-class Args:
+class Args(TaskDesignFlags):
     """Generate a multiband excitation (defaults: seed 004's held-out validation run)."""
 
     out_dir: Path = Path("data/targets")
@@ -54,38 +52,14 @@ class Args:
     """Rotational damping [N m s/rad] (default 2 sqrt(kp_rot))."""
     control_rate_hz: float = 50.0
     """Setpoint rate [Hz]; rows are at 1 kHz."""
-    max_translation_m: float = 0.3
-    """Refuse a design whose target leaves the anchor by more than this [m]."""
-    max_rotation_rad: float = 1.0
-    """Refuse a design whose target rotates from the anchor by more than this [rad]."""
-    max_ee_speed_m_s: float | None = None
-    """Refuse a reference faster than this [m/s] (default: unchecked)."""
-    max_ee_acc_m_s2: float | None = None
-    """Refuse a reference accelerating more than this [m/s^2] (default: unchecked)."""
-    joint_margin_rad: float = 0.05
-    """Refuse a joint reference closer than this to a joint limit [rad]."""
-    preflight: bool = False
-    """Also replay the design and write the pre-flight report (needs the MuJoCo backend)."""
 
 
 def main(a: Args) -> int:
     robot, q0, pos, quat = start_pose(a.robot, a.q_init)
     spec = MultibandSpec(duration_s=a.duration_s, fade_s=a.fade_s, amplitude=a.amplitude, axes=a.axes,
                          corner_hz=a.corner_hz, seed=a.seed)
-    limits = DesignLimits(joint_margin_rad=a.joint_margin_rad, max_translation_m=a.max_translation_m,
-                          max_rotation_rad=a.max_rotation_rad, max_ee_speed_m_s=a.max_ee_speed_m_s,
-                          max_ee_acc_m_s2=a.max_ee_acc_m_s2)
-    try:
-        design = multiband(spec, pos, quat)
-        run, jref, peaks = build_task_run(robot, q0, design, limits, a.name, a.kp_trans, a.kp_rot, a.kd_trans, a.kd_rot)
-    except (DesignLimitError, ValueError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    paths = write_outputs(robot, run, a.out_dir, lambda p: plot_task_design(design, jref, robot, p), a.preflight, peaks)
-    print(f"peaks: EE {peaks['ee_speed_m_s']:.3f} m/s, {peaks['ee_acc_m_s2']:.2f} m/s^2")
-    for p in paths:
-        print(f"wrote {p}")
-    return 0
+    return generate_task_design(robot, q0, lambda: multiband(spec, pos, quat), a, a.name,
+                                (a.kp_trans, a.kp_rot, a.kd_trans, a.kd_rot), a.out_dir)
 
 
 if __name__ == "__main__":

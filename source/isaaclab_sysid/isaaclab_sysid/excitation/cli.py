@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +12,13 @@ import numpy as np
 from isaaclab_sysid.excitation.anchor import anchor_pose, default_q_init
 from isaaclab_sysid.excitation.design_io import impedance_gains, task_target_run, write_target
 from isaaclab_sysid.excitation.ik import joint_reference
-from isaaclab_sysid.excitation.limits import DesignLimits, check_joint_reference, check_task_peaks, refuse_if
+from isaaclab_sysid.excitation.limits import (
+    DesignLimitError,
+    DesignLimits,
+    check_joint_reference,
+    check_task_peaks,
+    refuse_if,
+)
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.utils.atomic import atomic_write_json
 
@@ -48,3 +57,56 @@ def write_outputs(robot, run, out_dir: Path, plot_fn, preflight_on: bool, peaks=
         atomic_write_json(p, rep.to_dict())
         paths += [p, plot_preflight(rep, robot, out_dir / f"{run.name}_preflight.png")]
     return paths
+
+
+@dataclass
+class TaskDesignFlags:
+    """Refusal limits and pre-flight of a task-space design: the flags every task-space
+    generator shares (its own Args inherit them)."""
+
+    max_translation_m: float = 0.3
+    """Refuse a design whose target leaves the anchor by more than this [m]."""
+    max_rotation_rad: float = 1.0
+    """Refuse a design whose target rotates from the anchor by more than this [rad]."""
+    max_ee_speed_m_s: float | None = None
+    """Refuse a reference faster than this [m/s] (default: unchecked)."""
+    max_ee_acc_m_s2: float | None = None
+    """Refuse a reference accelerating more than this [m/s^2] (default: unchecked)."""
+    joint_margin_rad: float = 0.05
+    """Refuse a joint reference closer than this to a joint limit [rad]."""
+    preflight: bool = False
+    """Also replay the design and write the pre-flight report (needs the MuJoCo backend)."""
+
+    def limits(self) -> DesignLimits:
+        """The :class:`DesignLimits` these flags set."""
+        return DesignLimits(joint_margin_rad=self.joint_margin_rad, max_translation_m=self.max_translation_m,
+                            max_rotation_rad=self.max_rotation_rad, max_ee_speed_m_s=self.max_ee_speed_m_s,
+                            max_ee_acc_m_s2=self.max_ee_acc_m_s2)
+
+
+def generate_task_design(
+    robot: Robot,
+    q0,
+    make_design: Callable[[], object],
+    flags: TaskDesignFlags,
+    name: str,
+    gains: tuple,
+    out_dir: Path,
+) -> int:
+    """Design, IK, limit checks, target run, plot and optional pre-flight; prints the peaks
+    and the files written. ``gains`` = (kp_trans, kp_rot, kd_trans, kd_rot). Returns the exit
+    code: 1 with a one-line error when the design is refused."""
+    from isaaclab_sysid.excitation.plots import plot_task_design
+
+    try:
+        design = make_design()
+        run, jref, peaks = build_task_run(robot, q0, design, flags.limits(), name, *gains)
+    except (DesignLimitError, ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    paths = write_outputs(robot, run, out_dir, lambda p: plot_task_design(design, jref, robot, p), flags.preflight,
+                          peaks)
+    print(f"peaks: EE {peaks['ee_speed_m_s']:.3f} m/s, {peaks['ee_acc_m_s2']:.2f} m/s^2")
+    for p in paths:
+        print(f"wrote {p}")
+    return 0
