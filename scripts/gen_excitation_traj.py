@@ -50,8 +50,6 @@ class Args(TaskDesignFlags):
     """Translational damping [N s/m] (default 2 sqrt(kp_trans))."""
     kd_rot: float | None = None
     """Rotational damping [N m s/rad] (default 2 sqrt(kp_rot))."""
-    control_rate_hz: float = 50.0
-    """Setpoint rate [Hz]; rows are at 1 kHz."""
 
 
 def main(a: Args) -> int:

@@ -103,6 +103,9 @@ def test_target_run_round_trip_and_ends_at_q_init(panda, tmp_path):
     assert back.is_1khz and back.meta.log_rate_hz == 1000 and back.meta.control_rate_hz == 50
     ticks, vals = back.setpoints()
     assert np.all(np.diff(ticks) == 20)
+    # --control-rate-hz reaches the run: setpoints held 10 ticks at 100 Hz
+    run100, _, _ = build_task_run(r, q0, d, DesignLimits(), "mb", 200, 20, None, None, control_rate_hz=100.0)
+    assert run100.meta.control_rate_hz == 100 and np.all(np.diff(run100.setpoints()[0]) == 10)
     np.testing.assert_allclose(vals[:, :3], d.position()[ticks], atol=1e-12)
     np.testing.assert_allclose(back.meta.kp, [200, 200, 200, 20, 20, 20])
     np.testing.assert_allclose(back.meta.kd, 2 * np.sqrt(back.meta.kp))

@@ -32,14 +32,16 @@ def start_pose(robot_name: str, q_init: tuple[float, ...] | None):
     return robot, q0, pos, quat
 
 
-def build_task_run(robot: Robot, q0, design, limits: DesignLimits, name: str, kp_trans, kp_rot, kd_trans, kd_rot):
-    """IK + limit checks (refusing with DesignLimitError) + the target run."""
+def build_task_run(robot: Robot, q0, design, limits: DesignLimits, name: str, kp_trans, kp_rot, kd_trans, kd_rot,
+                   control_rate_hz: float = 50.0):
+    """IK + limit checks (refusing with DesignLimitError) + the target run (setpoints held at ``control_rate_hz``)."""
     peaks = design.peaks()
     refuse_if(check_task_peaks(peaks, limits), f"design '{name}'")
     jref = joint_reference(robot, design.t, design.position(), design.quat(), q0)
     refuse_if(check_joint_reference(robot, jref.t, jref.q, jref.dq, jref.ddq, limits), f"design '{name}'")
     kp, kd = impedance_gains(kp_trans, kp_rot, kd_trans, kd_rot)
-    run = task_target_run(robot, design, jref, name, kp, kd, summary={"reference_peaks": peaks})
+    run = task_target_run(robot, design, jref, name, kp, kd, summary={"reference_peaks": peaks},
+                          control_rate_hz=control_rate_hz)
     return run, jref, peaks
 
 
@@ -76,6 +78,8 @@ class TaskDesignFlags:
     """Refuse a joint reference closer than this to a joint limit [rad]."""
     preflight: bool = False
     """Also replay the design and write the pre-flight report (needs the MuJoCo backend)."""
+    control_rate_hz: float = 50.0
+    """Setpoint rate [Hz] the target run holds each setpoint for; rows are at 1 kHz."""
 
     def limits(self) -> DesignLimits:
         """The :class:`DesignLimits` these flags set."""
@@ -100,7 +104,7 @@ def generate_task_design(
 
     try:
         design = make_design()
-        run, jref, peaks = build_task_run(robot, q0, design, flags.limits(), name, *gains)
+        run, jref, peaks = build_task_run(robot, q0, design, flags.limits(), name, *gains, flags.control_rate_hz)
     except (DesignLimitError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
