@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -129,21 +129,9 @@ class Args:
 
 
 def _options(args: Args) -> PipelineOptions:
-    return PipelineOptions(
-        method=args.method,
-        audit_grid=args.audit_grid,
-        audit_uniform=args.audit_uniform,
-        audit_dense=args.audit_dense,
-        audit_seeds=args.seeds,
-        sdp_mode=args.sdp_mode,
-        prior_rel_std=args.prior_rel_std,
-        prior_weight=args.prior_weight,
-        sdp_covariance=args.sdp_covariance,
-        hac_lag_s=args.hac_lag_s,
-        mass_upper_factor=args.mass_upper_factor,
-        mass_lower_factor=args.mass_lower_factor,
-        plots=not args.no_plots,
-    )
+    """The pipeline options the flags set: same-named fields, plus --seeds and --no-plots."""
+    same = {f.name: getattr(args, f.name) for f in fields(PipelineOptions) if hasattr(args, f.name)}
+    return PipelineOptions(**same, audit_seeds=args.seeds, plots=not args.no_plots)
 
 
 def _print(res, unit: str, n_ident: int, n_valid: int, t_load: float) -> None:
