@@ -313,6 +313,35 @@ def identify_drive_gains(
     )
 
 
+def current_from_regressor(
+    Y: np.ndarray,
+    pi: np.ndarray,
+    gains: np.ndarray,
+    payload_pi: np.ndarray | None = None,
+    cols: slice | None = None,
+) -> np.ndarray:
+    """(T, N) motor current [A] from a torque regressor ``Y`` (T N, P) (``Regressor.matrix``):
+    arm parameters ``pi`` (P,), plus a payload's 10 parameters on the link columns ``cols``, over ``gains`` (N,)."""
+    g = np.asarray(gains, dtype=float)
+    tau = Y @ np.asarray(pi, dtype=float)
+    if payload_pi is not None:
+        tau = tau + Y[:, cols] @ np.asarray(payload_pi, dtype=float)
+    return tau.reshape(-1, g.size) / g[None, :]
+
+
+def payload_from_regressor(
+    Y: np.ndarray, current: np.ndarray, pi: np.ndarray, gains: np.ndarray, mass: float, cols: slice
+) -> np.ndarray:
+    """(10,) payload parameters (``mass`` [kg] given, on the link columns ``cols``) that best
+    explain the measured ``current`` (T N,) [A] for a fixed arm (``pi`` (P,), ``gains`` (N,)),
+    by linear LS in current units; ``Y`` (T N, P) is the torque regressor."""
+    g = np.tile(np.asarray(gains, dtype=float), Y.shape[0] // len(gains))[:, None]
+    Yc = Y / g
+    rhs = np.asarray(current, dtype=float).ravel() - Yc @ pi - Yc[:, cols][:, 0] * mass
+    psi, *_ = scipy.linalg.lstsq(Yc[:, cols][:, 1:], rhs)
+    return np.concatenate([[mass], psi])
+
+
 def predict_current(
     reg: Regressor,
     pi: np.ndarray,
@@ -323,12 +352,8 @@ def predict_current(
 ) -> np.ndarray:
     """(T, N) motor current [A] of a run: standard parameters ``pi`` (P,) [torque units],
     plus a payload's 10 parameters ``payload_pi`` (mass first) on ``payload_link``, over ``gains`` (N,)."""
-    Y = reg.matrix(run.q, run.qd, run.qdd)
-    tau = Y @ np.asarray(pi, dtype=float)
-    if payload_pi is not None:
-        cols, _ = payload_link_slice(reg, payload_link)
-        tau = tau + Y[:, cols] @ np.asarray(payload_pi, dtype=float)
-    return tau.reshape(-1, reg.n_dof) / np.asarray(gains, dtype=float)[None, :]
+    cols, _ = payload_link_slice(reg, payload_link)
+    return current_from_regressor(reg.matrix(run.q, run.qd, run.qdd), pi, gains, payload_pi, cols)
 
 
 def fit_payload(
@@ -345,11 +370,6 @@ def fit_payload(
     Used to give a published model without a payload the same payload treatment.
     """
     cols, _ = payload_link_slice(reg, payload.link)
-    g = np.asarray(gains, dtype=float)
-    A, rhs = [], []
-    for r in loaded:
-        Y = reg.matrix(r.q, r.qd, r.qdd, g)  # current units
-        A.append(Y[:, cols][:, 1:])
-        rhs.append(np.asarray(r.signals[signal], dtype=float).ravel() - Y @ pi - Y[:, cols][:, 0] * payload.mass)
-    psi, *_ = scipy.linalg.lstsq(np.vstack(A), np.concatenate(rhs))
-    return np.concatenate([[payload.mass], psi])
+    Y = np.vstack([reg.matrix(r.q, r.qd, r.qdd) for r in loaded])
+    y = np.concatenate([np.asarray(r.signals[signal], dtype=float).ravel() for r in loaded])
+    return payload_from_regressor(Y, y, pi, gains, payload.mass, cols)

@@ -14,7 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.rigid_body.base_params import BaseParameters, compute_base_parameters
-from isaaclab_sysid.rigid_body.drive_gains import DriveGainResult, Payload, fit_payload, predict_current
+from isaaclab_sysid.rigid_body.drive_gains import (
+    DriveGainResult,
+    current_from_regressor,
+    payload_from_regressor,
+    payload_link_slice,
+)
 from isaaclab_sysid.rigid_body.estimate import LSResult, estimate, hac_covariance
 from isaaclab_sysid.rigid_body.feasibility import (
     AuditResult,
@@ -251,14 +256,15 @@ def run_pipeline(
     if loaded_valid:
         if drive_gains is None:
             raise ValueError("loaded_valid needs the drive_gains result (its payload mass and link)")
-        pl = Payload(drive_gains.payload_mass, drive_gains.payload_link)
+        cols, _ = payload_link_slice(reg, drive_gains.payload_link)
         for run_name, p in loaded_valid.items():
             meas = p.signals[signal]
+            Y = reg.matrix(p.q, p.qd, p.qdd)  # once per run, shared by every model
             row, preds = {}, {}
             for m, pi in models.items():
                 g = model_gains[m]
-                psi = fit_payload(reg, pi, g, [p], pl, signal)
-                preds[m] = predict_current(reg, pi, g, p, psi, pl.link)
+                psi = payload_from_regressor(Y, meas, pi, g, drive_gains.payload_mass, cols)
+                preds[m] = current_from_regressor(Y, pi, g, psi, cols)
                 row[m] = rmse_per_joint(meas, preds[m])
             loaded_table[run_name] = row
             if opt.plots:
