@@ -65,6 +65,18 @@ class LossBreakdown:
     diverged: np.ndarray
 
 
+def run_weights(traj_weights: Sequence[float] | None, n_runs: int) -> np.ndarray:
+    """(n_runs,) loss weight per run (dimensionless): ``traj_weights``, or 1 each when None.
+
+    Raises:
+        ValueError: the count does not match the runs.
+    """
+    tw = np.ones(n_runs) if traj_weights is None else np.asarray(traj_weights, dtype=float)
+    if tw.shape != (n_runs,):
+        raise ValueError(f"{tw.size} trajectory weights for {n_runs} runs")
+    return tw
+
+
 def total_loss(
     rollouts: Sequence[RunRollout],
     runs: Sequence[Run],
@@ -74,9 +86,7 @@ def total_loss(
     """Sum the per-run losses with the run weights (default 1 each)."""
     if len(rollouts) != len(runs):
         raise ValueError(f"{len(rollouts)} rollouts for {len(runs)} runs")
-    tw = np.ones(len(runs)) if traj_weights is None else np.asarray(traj_weights, dtype=float)
-    if tw.shape != (len(runs),):
-        raise ValueError(f"{tw.size} trajectory weights for {len(runs)} runs")
+    tw = run_weights(traj_weights, len(runs))
     per_run, div = [], []
     for ro, run in zip(rollouts, runs):
         l, d = run_loss(ro, run, weights)
@@ -100,7 +110,7 @@ def residual_vectors(
     (x_sim - x_real), so ``(R**2).sum(1)`` equals :func:`total_loss` for
     candidates that did not diverge (whose rows may hold NaN).
     """
-    tw = np.ones(len(runs)) if traj_weights is None else np.asarray(traj_weights, dtype=float)
+    tw = run_weights(traj_weights, len(runs))
     parts = []
     div = None
     for w_run, ro, run in zip(tw, rollouts, runs):

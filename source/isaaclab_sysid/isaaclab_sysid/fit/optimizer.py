@@ -27,7 +27,7 @@ import cma
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossBreakdown, LossWeights, total_loss
+from isaaclab_sysid.fit.loss import LossBreakdown, LossWeights, run_weights, total_loss
 from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.sim.interface import ReplayBackend
 
@@ -141,9 +141,7 @@ class CmaesFit:
         self.runs = list(runs)
         self.settings = settings
         self.weights = weights
-        self.traj_weights = np.ones(len(self.runs)) if traj_weights is None else np.asarray(traj_weights, dtype=float)
-        if self.traj_weights.shape != (len(self.runs),):
-            raise ValueError(f"{self.traj_weights.size} trajectory weights for {len(self.runs)} runs")
+        self.traj_weights = run_weights(traj_weights, len(self.runs))
         if state is None:
             es = make_es(space, settings)
             state = FitState(es=es, rng_state=np.random.RandomState(int(settings.seed)).get_state())

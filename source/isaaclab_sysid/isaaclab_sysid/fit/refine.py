@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossBreakdown, LossWeights, residual_vectors, total_loss
+from isaaclab_sysid.fit.loss import LossBreakdown, LossWeights, residual_vectors, run_weights, total_loss
 from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.sim.interface import ReplayBackend
 
@@ -121,7 +121,7 @@ class LMRefiner:
         self.runs = list(runs)
         self.settings = settings
         self.weights = weights
-        self.traj_weights = np.ones(len(self.runs)) if traj_weights is None else np.asarray(traj_weights, dtype=float)
+        self.traj_weights = run_weights(traj_weights, len(self.runs))
         self.delay_idx = space.slice("delay").start if "delay" in space.group_names else None
         self.cont = np.array([i for i in range(space.dim) if i != self.delay_idx], dtype=int)
 

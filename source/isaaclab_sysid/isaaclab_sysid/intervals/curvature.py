@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossWeights
+from isaaclab_sysid.fit.loss import LossWeights, run_weights
 from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.intervals.common import (
     Interval,
@@ -136,7 +136,7 @@ def sensitivity(
     x0 = np.clip(np.asarray(x0, dtype=float), 0.0, 1.0)
     if x0.shape != (space.dim,):
         raise IntervalError(f"x0 has {x0.size} entries, the parameter space {space.dim}")
-    tw = np.ones(len(runs)) if traj_weights is None else np.asarray(traj_weights, dtype=float)
+    tw = run_weights(traj_weights, len(runs))
     cont = continuous_index(space)
     W = widths(space)
     X = [x0]
