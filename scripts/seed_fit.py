@@ -25,6 +25,7 @@ from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.rigid_body.fit_seed import build_seed, write_seed
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.config import RobotConfigError
+from isaaclab_sysid.utils.json_io import read_json
 
 
 @dataclass
@@ -47,10 +48,8 @@ class Args:
 
 
 def main(args: Args) -> int:
-    import json
-
     try:
-        robot_name = args.robot or json.loads(args.rb_params.read_text(encoding="utf-8"))["robot"]
+        robot_name = args.robot or read_json(args.rb_params, "rigid-body parameters")["robot"]
         robot = load_robot(robot_name)
         runs = [read_run(p) for p in args.delay_runs]
         seed = build_seed(args.rb_params, robot.joint_names, runs, args.max_lag_ticks, args.delay)

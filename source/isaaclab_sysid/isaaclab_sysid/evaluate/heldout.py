@@ -8,7 +8,6 @@ candidate 1 = fitted).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
 from isaaclab_sysid.utils.atomic import atomic_path, atomic_write_json
+from isaaclab_sysid.utils.json_io import jsonable, read_json
 
 EVAL_RESULT_FILE = "eval_result.json"
 
@@ -79,10 +79,7 @@ class EvalResult:
 def load_params_file(path: str | Path) -> dict:
     """The ``best_params_decoded`` dict of a ``sysid_best_params.json`` or a checkpoint."""
     path = Path(path)
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read parameters: {exc}") from None
+    d = read_json(path, "parameters")
     if isinstance(d, dict) and "best_params_decoded" in d:
         return d["best_params_decoded"]
     raise ValueError(f"{path}: no 'best_params_decoded' (expected a sysid_best_params.json or a checkpoint_<iter>.json)")
@@ -160,16 +157,6 @@ def write_eval_outputs(out_dir: str | Path, runs: Sequence[Run], result: EvalRes
             rollout_frame(run, ro, 1).to_csv(tmp, index=False, float_format="%.9g")
         paths.append(p)
     p = out / EVAL_RESULT_FILE
-    atomic_write_json(p, _clean(result.to_dict()))
+    atomic_write_json(p, jsonable(result.to_dict()))
     paths.append(p)
     return paths
-
-
-def _clean(obj):
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj

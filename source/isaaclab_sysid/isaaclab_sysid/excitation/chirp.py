@@ -16,7 +16,7 @@ import numpy as np
 
 from isaaclab_sysid.excitation.envelope import linear_rounded
 from isaaclab_sysid.excitation.jet import Jet
-from isaaclab_sysid.excitation.multiband import _jsonable
+from isaaclab_sysid.utils.json_io import jsonable
 from isaaclab_sysid.excitation.taskspace import TaskDesign, time_grid
 
 CHIRP_AXES = ("x", "y", "z", "rx", "ry", "rz")
@@ -108,7 +108,7 @@ def chirp(spec: ChirpSpec, anchor_pos: np.ndarray, anchor_quat: np.ndarray) -> T
         axes.append(env * taper * (phase0 + i * s.phase_step_rad).sin() * a)
     desc = {
         "generator": f"chirp_{s.band}",
-        "spec": _jsonable(asdict(s)),
+        "spec": jsonable(asdict(s)),
         "axes": list(CHIRP_AXES),
         "rotation": "rotvec",
         "envelope": {"type": "linear_rounded", "up_s": s.ramp_up_s, "down_s": s.ramp_down_s, "corner_s": s.corner_s},

@@ -18,6 +18,7 @@ import numpy as np
 from isaaclab_sysid.excitation.envelope import half_cosine
 from isaaclab_sysid.excitation.jet import Jet
 from isaaclab_sysid.excitation.taskspace import TaskDesign, time_grid
+from isaaclab_sysid.utils.json_io import jsonable
 
 MULTIBAND_AXES = ("x", "y", "z", "tilt_x", "tilt_y", "yaw")
 
@@ -107,7 +108,7 @@ def multiband(spec: MultibandSpec, anchor_pos: np.ndarray, anchor_quat: np.ndarr
         axes.append(env * s)
     desc = {
         "generator": "multiband",
-        "spec": _jsonable(asdict(spec)),
+        "spec": jsonable(asdict(spec)),
         "axes": list(MULTIBAND_AXES),
         "rotation": "tilt_yaw",
         "frequencies_hz": freqs.tolist(),
@@ -124,13 +125,3 @@ def multiband(spec: MultibandSpec, anchor_pos: np.ndarray, anchor_quat: np.ndarr
         anchor_quat=np.asarray(anchor_quat, dtype=float),
         description=desc,
     )
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return obj

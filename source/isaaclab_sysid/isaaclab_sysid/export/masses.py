@@ -13,22 +13,19 @@ residual variance (``validation.rmse_pooled`` vs ``estimate.sigma_joint``).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
 from isaaclab_sysid.intervals.common import Interval, z_of
+from isaaclab_sysid.utils.json_io import read_json
 
 
 def mass_intervals(rb_path: str | Path, level: float = 0.95) -> tuple[list[Interval], float | None, list[str]]:
     """(intervals per link, rho, warnings) from an ``rb_params.json``."""
     path = Path(rb_path)
-    try:
-        rb = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read rigid-body parameters: {exc}") from None
+    rb = read_json(path, "rigid-body parameters")
     try:
         links = rb["link_inertials"]["links"]
         groups = rb["base_parameters"]["groups"]

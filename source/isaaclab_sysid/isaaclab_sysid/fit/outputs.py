@@ -17,6 +17,7 @@ from typing import Any
 from isaaclab_sysid.fit.optimizer import GenerationRecord
 from isaaclab_sysid.paths import REPO_ROOT
 from isaaclab_sysid.utils.atomic import atomic_write_json, atomic_write_text
+from isaaclab_sysid.utils.json_io import jsonable
 
 CONFIG_FILE = "config.json"
 PROGRESS_FILE = "progress.csv"
@@ -63,7 +64,7 @@ def write_config(run_dir: str | Path, args: Mapping[str, Any], extra: Mapping[st
     """``config.json``: every argument, package versions, git revision, Python, platform."""
     path = Path(run_dir) / CONFIG_FILE
     obj = {
-        "args": _jsonable(dict(args)),
+        "args": jsonable(dict(args)),
         "packages": package_versions(),
         "git": git_revision(),
         "python": sys.version.split()[0],
@@ -72,7 +73,7 @@ def write_config(run_dir: str | Path, args: Mapping[str, Any], extra: Mapping[st
         "created": datetime.now().isoformat(timespec="seconds"),
     }
     if extra:
-        obj.update(_jsonable(dict(extra)))
+        obj.update(jsonable(dict(extra)))
     atomic_write_json(path, obj)
     return path
 
@@ -97,23 +98,5 @@ def write_progress(run_dir: str | Path, history: Sequence[GenerationRecord], run
 
 def write_result(run_dir: str | Path, result: Mapping[str, Any]) -> Path:
     path = Path(run_dir) / RESULT_FILE
-    atomic_write_json(path, _jsonable(dict(result)))
+    atomic_write_json(path, jsonable(dict(result)))
     return path
-
-
-def _jsonable(obj: Any) -> Any:
-    import numpy as np
-
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj

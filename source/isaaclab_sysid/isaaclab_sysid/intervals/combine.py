@@ -22,7 +22,6 @@ takes, per number, the widest of curvature and bootstrap (the cautious choice).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +34,8 @@ from isaaclab_sysid.fit.loss import LossWeights, total_loss
 from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
 from isaaclab_sysid.intervals.cma_cov import cma_intervals
-from isaaclab_sysid.intervals.common import Interval, IntervalSet, _jsonable
+from isaaclab_sysid.intervals.common import Interval, IntervalSet
+from isaaclab_sysid.utils.json_io import jsonable, read_json
 from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.utils.atomic import atomic_write_json
@@ -184,16 +184,13 @@ def compute_all(
 def write_intervals(path: str | Path, report: IntervalReport) -> Path:
     """Write ``intervals.json`` atomically."""
     path = Path(path)
-    atomic_write_json(path, _jsonable(report.to_dict()))
+    atomic_write_json(path, jsonable(report.to_dict()))
     return path
 
 
 def read_intervals(path: str | Path) -> IntervalReport:
     path = Path(path)
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read intervals: {exc}") from None
+    d = read_json(path, "intervals")
     try:
         return IntervalReport.from_dict(d)
     except (KeyError, ValueError, TypeError) as exc:

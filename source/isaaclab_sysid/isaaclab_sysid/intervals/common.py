@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from isaaclab_sysid.fit.param_space import ParamSpace
+from isaaclab_sysid.utils.json_io import jsonable
 
 
 def z_of(level: float) -> float:
@@ -117,10 +118,10 @@ class IntervalSet:
             "level": self.level,
             "intervals": [iv.to_dict() for iv in self.intervals],
             "warnings": list(self.warnings),
-            "diagnostics": _jsonable(self.diagnostics),
+            "diagnostics": jsonable(self.diagnostics),
             "cov_labels": list(self.cov_labels),
-            "cov": None if self.cov is None else _jsonable(self.cov),
-            "correlation": None if corr is None else _jsonable(corr),
+            "cov": None if self.cov is None else jsonable(self.cov),
+            "correlation": None if corr is None else jsonable(corr),
         }
 
     @classmethod
@@ -223,17 +224,3 @@ def gaussian_intervals(
             note = (note + "; " if note else "") + "clipped to the search bounds"
         out.append(Interval(label, group, joint, float(value[i]), float(lo), float(hi), std, True, note))
     return out, warns
-
-
-def _jsonable(obj):
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj

@@ -32,6 +32,7 @@ from isaaclab_sysid.data import Run
 from isaaclab_sysid.data.schema import TICK_HZ
 from isaaclab_sysid.rigid_body.seeding import DelayEstimate, estimate_delay
 from isaaclab_sysid.utils.atomic import atomic_write_text
+from isaaclab_sysid.utils.json_io import read_json
 
 #: rigid-body joint term -> replay-fit result key
 TERM_TO_FIT = {"armature": "armature", "viscous": "viscous", "coulomb": "friction"}
@@ -75,11 +76,11 @@ def joint_terms_from_rb_params(path: str | Path, joint_names: Sequence[str]) -> 
         ValueError: the file has no reconstruction or misses a joint term (names the file and key).
     """
     path = Path(path)
+    body = read_json(path, "rigid-body parameters")
     try:
-        body = json.loads(path.read_text(encoding="utf-8"))
         std = body["reconstruction"]["standard"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: not an rb_params.json with a reconstruction ({exc})") from None
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not an rb_params.json with a reconstruction (no {exc})") from None
     unit = body.get("output", {}).get("unit")
     values, clipped = {}, []
     for term, key in TERM_TO_FIT.items():

@@ -17,6 +17,7 @@ import numpy as np
 
 from isaaclab_sysid.robots import LinkInertial
 from isaaclab_sysid.utils import atomic
+from isaaclab_sysid.utils.json_io import jsonable
 
 NOMINAL_SCHEMA = "isaaclab_sysid.link_inertials/1"
 RB_PARAMS_SCHEMA = "isaaclab_sysid.rb_params/1"
@@ -26,28 +27,9 @@ class NominalFileError(ValueError):
     """The inertial override file is malformed (the message names the file and key)."""
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, (np.floating, float)):
-        v = float(obj)
-        return v if np.isfinite(v) else None
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.bool_,)):
-        return bool(obj)
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
     """Write ``obj`` as indented JSON (numpy converted, non-finite -> null) atomically; returns the path."""
-    atomic.atomic_write_json(path, _jsonable(obj))
+    atomic.atomic_write_json(path, jsonable(obj))
     return Path(path)
 
 

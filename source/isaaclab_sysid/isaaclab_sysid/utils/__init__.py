@@ -1,1 +1,1 @@
-"""Small shared utilities (atomic file output)."""
+"""Small shared utilities: atomic file output, JSON-safe values and JSON reading."""

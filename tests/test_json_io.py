@@ -1,0 +1,29 @@
+"""The one JSON-safe conversion every output file goes through, and the one JSON reader."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from isaaclab_sysid.utils.json_io import jsonable, read_json
+
+
+def test_jsonable_numpy_paths_and_non_finite():
+    obj = {1: np.arange(3), "t": (np.float64(0.5), np.int64(2), np.bool_(True)), "p": Path("a/b"),
+           "bad": [float("nan"), np.float32(np.inf)], "m": np.eye(2)}
+    out = jsonable(obj)
+    assert out == {"1": [0, 1, 2], "t": [0.5, 2, True], "p": "a/b", "bad": [None, None], "m": [[1.0, 0.0], [0.0, 1.0]]}
+    assert type(out["t"][1]) is int and type(out["t"][2]) is bool
+    json.dumps(out, allow_nan=False)  # strict JSON
+
+
+def test_read_json_names_the_file(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text('{"a": 1}')
+    assert read_json(p, "things") == {"a": 1}
+    p.write_text("{not json")
+    with pytest.raises(ValueError, match=r"x.json: cannot read things: Expecting property name"):
+        read_json(p, "things")
+    with pytest.raises(ValueError, match=r"missing.json: cannot read things: .*No such file"):
+        read_json(tmp_path / "missing.json", "things")
