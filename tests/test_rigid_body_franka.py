@@ -7,9 +7,7 @@ the true inertials (Pinocchio), see tests/rigid_body_franka_twin.py.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,17 +17,13 @@ from isaaclab_sysid.rigid_body.io import load_nominal
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
 from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
 from isaaclab_sysid.rigid_body.runs_input import process_run, read_runs
+from conftest import load_script
 from rigid_body_franka_twin import PARAMS, write_franka_runs
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cli():
-    spec = importlib.util.spec_from_file_location("identify_rigid_body", ROOT / "scripts" / "identify_rigid_body.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["identify_rigid_body"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("identify_rigid_body")
 
 
 @pytest.fixture(scope="module")
@@ -171,10 +165,7 @@ def test_seed_fit_from_rb_params_starts_the_replay_near_the_twin(franka, tmp_pat
     from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
 
     paths, nominal, truth, out = franka
-    spec = importlib.util.spec_from_file_location("seed_fit", ROOT / "scripts" / "seed_fit.py")
-    cli = importlib.util.module_from_spec(spec)
-    sys.modules["seed_fit"] = cli
-    spec.loader.exec_module(cli)
+    cli = load_script("seed_fit")
     seed_path = tmp_path / "seed.json"
     assert cli.main(cli.Args(rb_params=out / "rb_params.json", out=seed_path)) == 0
     assert "motor_delay_steps: not seeded" in capsys.readouterr().out

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import load_script
 from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
 from isaaclab_sysid.rigid_body.drive_gains import Payload, fit_payload, identify_drive_gains, predict_current
 from isaaclab_sysid.rigid_body.io import load_nominal
@@ -145,15 +146,7 @@ def test_ur10e_drive_gains_from_payload(gain_folds):
 
 
 def test_ur10e_cli_identify_gains(tmp_path, capsys):
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("identify_rigid_body", root / "scripts" / "identify_rigid_body.py")
-    cli = importlib.util.module_from_spec(spec)
-    sys.modules["identify_rigid_body"] = cli
-    spec.loader.exec_module(cli)
+    cli = load_script("identify_rigid_body")
     common = dict(
         identify_gains=True, ident=("ur-20_02_19_14harm50sec.csv", "ur-20_02_19_15harm50sec.csv"),
         payload_heldout=(PAYLOAD_RUNS[1],), audit_uniform=100, audit_dense=50, audit_grid=2, seeds=(0,),
