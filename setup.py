@@ -3,7 +3,7 @@
 import tomllib
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 ROOT = Path(__file__).resolve().parent
 EXT = tomllib.loads((ROOT / "extension.toml").read_text())
@@ -41,9 +41,16 @@ setup(
     license=EXT["package"]["license"],
     python_requires=">=3.12,<3.13",
     package_dir={"": "source/isaaclab_sysid"},
-    packages=find_packages("source/isaaclab_sysid"),
-    # the native replay loop is compiled with gcc at first use (sim/native_lib.py)
-    package_data={"isaaclab_sysid.sim": ["native/*.c", "native/*.h"]},
+    # Namespace discovery: it also finds the data folder sim/native (no __init__.py:
+    # the C replay loop, compiled with gcc at first use by sim/native_lib.py), so a
+    # regular (non-editable) install ships it too. Listing it as a package is what
+    # keeps setuptools from warning that an importable folder is missing from `packages`.
+    packages=find_namespace_packages(
+        "source/isaaclab_sysid",
+        include=["isaaclab_sysid", "isaaclab_sysid.*"],
+        exclude=["*.__pycache__", "*.__pycache__.*"],
+    ),
+    package_data={"isaaclab_sysid.sim.native": ["*.c", "*.h"]},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,

@@ -33,8 +33,9 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.heldout import evaluate_params
 from isaaclab_sysid.evaluate.metrics import rms_between_runs
 from isaaclab_sysid.fit import CmaesFit, CmaesSettings, LossWeights
+from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
-from isaaclab_sysid.fit.pipeline import start_point
+from isaaclab_sysid.fit.problem import start_point
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, refine_line
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.interface import ReplayOptions
@@ -104,10 +105,11 @@ def run(size: Size, seed: int = 0, threads: int | None = None, verbose: bool = T
     t0 = time.perf_counter()
     fit_runs, heldout, heldout_b = make_runs(size)
     robot = load_robot("franka_panda")
-    space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in ("armature", "friction", "viscous", "delay")}, robot.n_dof)
+    space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in ("armature", "friction", "viscous", "delay")}, robot.n_dof,
+                                   robot.joint_names)
     backend = MujocoBackend(robot, ReplayOptions(), n_threads=threads)
     x0 = tuple(start_point("low", space))
-    fit = CmaesFit(space, backend, fit_runs,
+    fit = CmaesFit(ReplayObjective(space, backend, fit_runs),
                    CmaesSettings(popsize=size.popsize, max_iter=size.generations, sigma0=0.25, seed=seed, x0=x0))
     t_fit = time.perf_counter()
 
@@ -117,19 +119,19 @@ def run(size: Size, seed: int = 0, threads: int | None = None, verbose: bool = T
                   f"w*L {', '.join(f'{c:.2e}' for c in rec.contrib_best)} div {rec.n_diverged} {rec.wall_s:.1f}s", flush=True)
 
     fit.run(show)
-    cma_delay = int(space.decode(fit.state.best_x)["delay"])
-    refiner = LMRefiner(space, backend, fit_runs, RefineSettings(max_iter=size.refine_iter))
-    rs = refiner.start(fit.state.best_x, extra_starts=[np.asarray(x0)])
-    while not rs.done:
-        rec = refiner.step(rs)
+    cma_delay = space.delay_of(fit.best.x)
+    refiner = LMRefiner(fit.objective, RefineSettings(max_iter=size.refine_iter), best=fit.best)
+    rs = refiner.start(fit.best.x, extra_starts=[np.asarray(x0)])
+
+    def show_refine(rec, _state):
         if verbose:
             print("  " + refine_line(rec, size.refine_iter), flush=True)
-    best = rs.best()
-    fit.adopt(best.x, best.loss, best.contrib)
+
+    refiner.run(rs, show_refine)
     fit_wall = time.perf_counter() - t_fit
-    res = fit.result()
-    dec = res["best_params_decoded"]
-    ev = evaluate_params(backend, space, [heldout], dec, LossWeights())
+    res = fit.result(rs.summary())
+    dec = res.decoded_json()
+    ev = evaluate_params(backend, res, [heldout], LossWeights())
     floor = rms_between_runs(heldout, heldout_b)
     rel = {}
     for g in ("armature", "friction", "viscous"):
@@ -146,7 +148,7 @@ def run(size: Size, seed: int = 0, threads: int | None = None, verbose: bool = T
                                "noise_floor": floor["q_rms_all_mrad"]},
         "heldout_q_rms_per_joint_mrad": {"fitted": ev.fitted[0].q_rms_mrad, "nominal": ev.baseline[0].q_rms_mrad,
                                          "noise_floor": floor["q_rms_mrad"]},
-        "best_score": res["best_score"],
+        "best_score": res.best_score,
         "fit_wall_s": fit_wall,
         "total_wall_s": time.perf_counter() - t0,
         "threads": backend.n_threads,

@@ -40,7 +40,7 @@ def main() -> int:
             return 2
         print(f"OK {name}: {run.n_samples} rows, {run.meta.controller}, {run.duration:.1f} s, "
               f"kp {run.meta.kp[0]:g}/{run.meta.kp[3]:g}")
-    args = FitArgs(
+    args = FitArgs.build(
         real_csv=[str(REAL_RUNS_DIR / n) for n in FIT_RUNS],
         heldout_csv=[str(REAL_RUNS_DIR / n) for n in HELDOUT_RUNS],
         num_envs=16,

@@ -23,6 +23,8 @@ from typing import Literal
 
 import tyro
 
+from isaaclab_sysid.timebase import TICK_S
+
 
 @dataclass
 class Args:
@@ -61,7 +63,7 @@ class Args:
     and the viscous range (envelope) or follows the Coulomb range (coulomb)."""
     asset_name: str = "robot"
     """Scene entity name of the arm in the Isaac Lab task (SceneEntityCfg)."""
-    physics_dt: float = 0.001
+    physics_dt: float = TICK_S
     """Physics step of the Isaac Lab task [s]; the delay (1 ms ticks) is converted to steps, range rounded outward."""
     quiet: bool = False
     """Print only warnings and the output paths."""

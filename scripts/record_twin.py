@@ -21,6 +21,7 @@ import tyro
 from isaaclab_sysid.data import read_run, write_run
 from isaaclab_sysid.paths import REPO_ROOT
 from isaaclab_sysid.robots import load_robot
+from isaaclab_sysid.timebase import TICK_HZ
 from isaaclab_sysid.twin.demo import demo_targets, task_target
 from isaaclab_sysid.twin.params import TwinNoise, load_twin_params
 from isaaclab_sysid.twin.recorder import record_twin
@@ -72,7 +73,7 @@ def main(args: Args) -> None:
             targets = [task_target(robot, args.waveform, args.duration, args.kp_trans, args.kp_rot, args.target_seed)]
     for i, target in enumerate(targets):
         name = args.name if (args.name and len(targets) == 1) else target.name
-        run = record_twin(robot, target, params, seed=args.seed + i, log_rate_hz=1000.0 if args.log_1khz else None,
+        run = record_twin(robot, target, params, seed=args.seed + i, log_rate_hz=float(TICK_HZ) if args.log_1khz else None,
                           name=name)
         csv, side = write_run(run, Path(out) / f"{name}.csv")
         print(f"wrote {csv} ({run.n_samples} rows, {run.duration:.2f} s) and {side.name}")

@@ -7,7 +7,8 @@ import pandas as pd
 from conftest import make_run
 from test_fit_fakes import TRUE, FakeBackend
 
-from isaaclab_sysid.evaluate.heldout import evaluate_params, load_params_file, write_eval_outputs
+from isaaclab_sysid.evaluate.heldout import evaluate_params, write_eval_outputs
+from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.evaluate.metrics import rms_between_runs, rollout_metrics
 from isaaclab_sysid.evaluate.plots import plot_rms_bars, plot_run
 from isaaclab_sysid.evaluate.report import eval_report
@@ -44,9 +45,9 @@ def test_evaluate_params_fitted_beats_nominal_and_writes(tmp_path):
              "viscous": TRUE["viscous"].tolist(), "motor_delay_steps": TRUE["delay"]}
     p = tmp_path / "sysid_best_params.json"
     p.write_text(json.dumps({"best_score": 0.0, "best_params_decoded": truth}))
-    params = load_params_file(p)
+    result = FitResult.read(p, space=_space())  # a foreign file: best_params_decoded only
     be = FakeBackend()
-    ev = evaluate_params(be, _space(), runs, params, source=str(p))
+    ev = evaluate_params(be, result, runs, source=str(p))
     assert be.calls == 1  # nominal and fitted in one call
     assert ev.fitted[0].loss < 1e-20 < ev.baseline[0].loss
     assert "q RMS j7 [mrad]" in ev.table()
@@ -69,4 +70,7 @@ def test_params_file_without_decoded_is_refused(tmp_path):
     import pytest
 
     with pytest.raises(ValueError, match="best_params_decoded"):
-        load_params_file(p)
+        FitResult.read(p, space=_space())
+    p.write_text(json.dumps({"best_params_decoded": {"armature": [0.1] * 7}}))
+    with pytest.raises(ValueError, match="param_space"):
+        FitResult.read(p)  # no recorded space and none given: refused, not guessed

@@ -24,6 +24,7 @@ from isaaclab_sysid.export.isaaclab_module import friction_term_params
 from isaaclab_sysid.export.neutral import to_yaml
 from isaaclab_sysid.export.ranges import RangePolicy, make_range
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.fit.result import FitResult, SearchDistribution
 from isaaclab_sysid.intervals.combine import IntervalReport, write_intervals
 from isaaclab_sysid.intervals.common import Interval, IntervalSet
 
@@ -36,26 +37,24 @@ FIT = {
 
 
 def _fit_dir(tmp_path: Path) -> Path:
-    space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in ("armature", "friction", "viscous", "delay")}, 7)
+    space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in ("armature", "friction", "viscous", "delay")}, 7, JOINTS)
     dec = {**{g: np.array(v) for g, v in FIT.items()}, "delay": 2}
     x = space.normalize(dec)
-    result = {"best_params": x.tolist(), "best_params_decoded": space.decoded_to_json(space.decode(x)),
-              "param_space": space.describe(), "cma": {"sigma": 0.01, "C": np.eye(space.dim).tolist()}}
+    result = FitResult.from_search(space, x, 0.0, run_names=["r"], weighted_loss=np.zeros(1), traj_weights=np.ones(1),
+                                   search=SearchDistribution(x.copy(), 0.01, np.eye(space.dim)))
     d = tmp_path / "fit"
     d.mkdir()
-    (d / "sysid_best_params.json").write_text(json.dumps(result))
+    result.write(d)
     ivs = []
-    for lab in space.labels():
-        g = lab.split("[")[0]
-        if lab == "delay":
+    for e in space.entries():
+        if e.group == "delay":
             ivs.append(Interval("delay", "delay", None, 2.0, 1.0, 3.0, None, True, "profile"))
-        elif lab == "viscous[j7]":
-            ivs.append(Interval(lab, g, "j7", 0.1, None, None, None, False, "null space"))
+        elif e.label == "viscous[panda_joint7]":
+            ivs.append(Interval(e.label, e.group, e.joint, 0.1, None, None, None, False, "null space"))
         else:
-            j = int(lab[-2]) - 1
-            v = FIT[g][j]
-            ivs.append(Interval(lab, g, f"j{j + 1}", v, max(0.0, v - 0.05), v + 0.05, 0.0255, True, ""))
-    s = IntervalSet("curvature", 0.95, ivs, ["curvature: viscous[j7] is not identifiable"])
+            v = FIT[e.group][JOINTS.index(e.joint)]
+            ivs.append(Interval(e.label, e.group, e.joint, v, max(0.0, v - 0.05), v + 0.05, 0.0255, True, ""))
+    s = IntervalSet("curvature", 0.95, ivs, ["curvature: viscous[panda_joint7] is not identifiable"])
     rep = IntervalReport({"curvature": s}, "curvature", 0.95, space.describe(), {"rho": 2.0})
     write_intervals(d / "intervals.json", rep)
     return d
@@ -67,7 +66,7 @@ def _export(tmp_path, **kw):
     d = _fit_dir(tmp_path)
     ctx = FitContext.load(d)
     rep = read_intervals(d / "intervals.json")
-    paths, warns = export(ctx, tmp_path / "out", rep, RangePolicy(**kw), joint_names=JOINTS)
+    paths, warns = export(ctx, tmp_path / "out", rep, RangePolicy(**kw))
     return paths, warns
 
 
@@ -101,7 +100,7 @@ def test_module_values_equal_the_fit(tmp_path):
     assert lit["DELAY_RANGE_STEPS"] == (1, 3)
     assert lit["INTERVALS"]["viscous[panda_joint7]"] == (None, None)
     assert lit["RANGES"]["viscous[panda_joint7]"] == (0.0, 5.0)  # search bounds (unidentified)
-    assert any("viscous[j7]" in w or "viscous[panda_joint7]" in w for w in warns)
+    assert any("viscous[panda_joint7]" in w for w in warns)
     # one randomize_joint_parameters term per joint; scale factors from the fitted values
     tree = ast.parse(src)
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SysidEventsCfg")

@@ -96,17 +96,21 @@ def test_fit_outputs_and_eval_params(tmp_path, twin_csvs):
               "real_vs_sim_mb.png", "rms_per_joint.png"):
         assert (run_dir / f).is_file(), f
     cfg = json.loads((run_dir / "config.json").read_text())
-    assert cfg["args"]["num_envs"] == 8 and cfg["packages"]["cma"] and "commit" in cfg["git"]
+    assert cfg["args"]["search"]["num_envs"] == 8 and cfg["packages"]["cma"] and "commit" in cfg["git"]
+    assert cfg["robot"] == "franka_panda"
     res = json.loads((run_dir / "sysid_best_params.json").read_text())
     dec = res["best_params_decoded"]
     assert len(dec["armature"]) == 7 and isinstance(dec["motor_delay_steps"], int)
     assert len(res["best_params"]) == 22 and np.array(res["cma"]["C"]).shape == (22, 22)
     assert res["traj_weights"] == [1.0, 1.5]
+    # labels carry the robot's joint names (export needs no guessing)
+    assert res["param_space"]["joint_names"][0] == "panda_joint1"
+    assert res["param_space"]["labels"][0] == "armature[panda_joint1]"
     assert "Held-out" in (run_dir / "report.md").read_text()
 
     r = _cli("--real_csv", twin_csvs[2], "--eval_params", run_dir / "checkpoint_2.json", "--log_dir", tmp_path / "ev")
     assert r.returncode == 0, r.stderr
-    assert "q RMS j1 [mrad]" in r.stdout and "EE RMS [mm]" in r.stdout and "baseline" in r.stdout
+    assert "q RMS panda_joint1 [mrad]" in r.stdout and "EE RMS [mm]" in r.stdout and "baseline" in r.stdout
     (ev_dir,) = list((tmp_path / "ev").iterdir())
     ev = json.loads((ev_dir / "eval_result.json").read_text())
     assert set(ev["runs"]["mb"]) == {"baseline", "fitted"}
@@ -115,6 +119,16 @@ def test_fit_outputs_and_eval_params(tmp_path, twin_csvs):
     roll = pd.read_csv(ev_dir / "eval_rollout_mb.csv")
     real = pd.read_csv(twin_csvs[2])
     np.testing.assert_array_equal(roll["t_s"].to_numpy(), real["t_s"].to_numpy())
+
+
+def test_flags_that_cannot_apply_are_refused(tmp_path, twin_csvs):
+    for extra, flag in ((["--device", "cuda:0"], "--device"), (["--num_envs", "1"], "--num_envs"),
+                        (["--save_interval", "0"], "--save_interval")):
+        r = _cli("--real_csv", twin_csvs[0], "--log_dir", tmp_path / "x", *extra)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        (line,) = r.stderr.strip().splitlines()
+        assert flag in line
+    assert not (tmp_path / "x").exists()
 
 
 def test_sigkill_then_resume_matches_uninterrupted(tmp_path, twin_csvs):

@@ -8,8 +8,10 @@ import pytest
 from conftest import make_run
 from test_fit_fakes import TRUE, FakeBackend
 
+from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit import DIVERGENCE_PENALTY, CmaesFit, CmaesSettings, LossWeights, ParamSpace, run_loss, total_loss
 from isaaclab_sysid.fit.checkpoint import latest_state, list_checkpoints, save_checkpoint
+from isaaclab_sysid.fit.state import FitState
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GroupSpec
 from isaaclab_sysid.sim.interface import RunRollout
 
@@ -51,7 +53,7 @@ def test_divergence_gets_finite_penalty():
 
 def test_one_backend_call_per_generation_and_progress():
     be = FakeBackend()
-    fit = CmaesFit(_space(), be, _runs(), CmaesSettings(popsize=10, max_iter=6, sigma0=0.3, seed=1))
+    fit = CmaesFit(ReplayObjective(_space(), be, _runs()), CmaesSettings(popsize=10, max_iter=6, sigma0=0.3, seed=1))
     recs = []
     fit.run(lambda r, f: recs.append(r))
     assert be.calls == 6 and len(recs) == 6
@@ -63,30 +65,30 @@ def test_one_backend_call_per_generation_and_progress():
 
 def test_fit_converges_on_analytic_problem():
     space = ParamSpace([GroupSpec("armature", 0, 0.5), GroupSpec("delay", 0, 4)], 7)
-    fit = CmaesFit(space, FakeBackend(), _runs(), CmaesSettings(popsize=16, max_iter=60, sigma0=0.3, seed=0))
+    fit = CmaesFit(ReplayObjective(space, FakeBackend(), _runs()), CmaesSettings(popsize=16, max_iter=60, sigma0=0.3, seed=0))
     fit.run()
     res = fit.result()
-    assert res["best_params_decoded"]["motor_delay_steps"] == TRUE["delay"]
-    np.testing.assert_allclose(res["best_params_decoded"]["armature"], TRUE["armature"], atol=0.02)
-    C = np.array(res["cma"]["C"])
+    assert res.delay == TRUE["delay"] and res.to_json()["best_params_decoded"]["motor_delay_steps"] == TRUE["delay"]
+    np.testing.assert_allclose(res.values["armature"], TRUE["armature"], atol=0.02)
+    C = np.array(res.to_json()["cma"]["C"])
     assert C.shape == (8, 8) and np.allclose(C, C.T)
 
 
 def test_diverging_candidates_are_counted_and_never_best():
-    fit = CmaesFit(_space(), FakeBackend(diverge_friction_above=2.5), _runs(),
+    fit = CmaesFit(ReplayObjective(_space(), FakeBackend(diverge_friction_above=2.5), _runs()),
                    CmaesSettings(popsize=12, max_iter=5, sigma0=0.4, seed=2))
     recs = []
     fit.run(lambda r, f: recs.append(r))
     assert sum(r.n_diverged for r in recs) > 0
-    assert np.isfinite(fit.state.best_score) and not fit.state.best_diverged
-    assert fit.result()["best_params_decoded"]["friction"][0] <= 2.5
+    assert np.isfinite(fit.best.score) and not fit.best.diverged
+    assert fit.result().values["friction"][0] <= 2.5
 
 
 def test_same_seed_same_result_different_seed_differs():
     def go(seed):
-        f = CmaesFit(_space(), FakeBackend(), _runs(), CmaesSettings(popsize=8, max_iter=4, seed=seed))
+        f = CmaesFit(ReplayObjective(_space(), FakeBackend(), _runs()), CmaesSettings(popsize=8, max_iter=4, seed=seed))
         f.run()
-        return f.result()
+        return f.result().to_json()
 
     a, b, c = go(5), go(5), go(6)
     assert a == b
@@ -95,19 +97,21 @@ def test_same_seed_same_result_different_seed_differs():
 
 def test_resume_from_checkpoint_is_exact(tmp_path):
     settings = CmaesSettings(popsize=8, max_iter=9, sigma0=0.3, seed=3)
-    full = CmaesFit(_space(), FakeBackend(), _runs(), settings)
+    full = CmaesFit(ReplayObjective(_space(), FakeBackend(), _runs()), settings)
     full.run()
 
-    part = CmaesFit(_space(), FakeBackend(), _runs(), settings)
+    part = CmaesFit(ReplayObjective(_space(), FakeBackend(), _runs()), settings)
     for _ in range(4):
+        g_state = np.random.get_state()
         part.step()
-        save_checkpoint(part, tmp_path)
+        assert all(np.array_equal(a, b) for a, b in zip(np.random.get_state(), g_state))  # no global-RNG side effect
+        save_checkpoint(FitState(part.state, part.best), part.result(), tmp_path)
     np.random.seed(12345)  # disturb the global RNG: the resumed fit must not depend on it
     state, path = latest_state(tmp_path)
     assert path.name == "checkpoint_4.json"
-    resumed = CmaesFit(_space(), FakeBackend(), _runs(), settings, state=state)
+    resumed = CmaesFit(ReplayObjective(_space(), FakeBackend(), _runs()), settings, state=state.cmaes, best=state.best)
     resumed.run()
-    assert resumed.result() == full.result()
+    assert resumed.result().to_json() == full.result().to_json()
     assert [h.best for h in resumed.state.history] == [h.best for h in full.state.history]
     ck = json.loads(path.read_text())
     assert ck["iteration"] == 4 and "best_params_decoded" in ck and "resume_state" in ck
@@ -115,19 +119,21 @@ def test_resume_from_checkpoint_is_exact(tmp_path):
 
 
 def test_corrupt_newest_checkpoint_falls_back(tmp_path):
-    fit = CmaesFit(_space(), FakeBackend(), _runs(), CmaesSettings(popsize=8, max_iter=3, seed=0))
+    fit = CmaesFit(ReplayObjective(_space(), FakeBackend(), _runs()), CmaesSettings(popsize=8, max_iter=3, seed=0))
     fit.step()
-    save_checkpoint(fit, tmp_path)
+    save_checkpoint(FitState(fit.state, fit.best), fit.result(), tmp_path)
     (tmp_path / "checkpoint_2.json").write_text("{not json")
-    state, path = latest_state(tmp_path)
-    assert path.name == "checkpoint_1.json" and state.iteration == 1
-    assert pickle.loads(pickle.dumps(state)).iteration == 1
+    skipped = []
+    state, path = latest_state(tmp_path, skipped.append)
+    assert path.name == "checkpoint_1.json" and state.cmaes.iteration == 1
+    assert len(skipped) == 1 and "checkpoint_2.json" in skipped[0]
+    assert pickle.loads(pickle.dumps(state)).cmaes.iteration == 1
 
 
 def test_unsupported_group_is_refused():
     from isaaclab_sysid.sim.interface import UnsupportedParameterError
 
     space = ParamSpace([GroupSpec("mu_static", 0, 5)], 7)
-    fit = CmaesFit(space, FakeBackend(), _runs(), CmaesSettings(popsize=4, max_iter=1))
+    fit = CmaesFit(ReplayObjective(space, FakeBackend(), _runs()), CmaesSettings(popsize=4, max_iter=1))
     with pytest.raises(UnsupportedParameterError):
         fit.step()

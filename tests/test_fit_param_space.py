@@ -58,10 +58,9 @@ def test_batch_and_json_roundtrip():
     assert back["delay"] == dec["delay"]
 
 
-def test_fixed_groups_and_errors():
-    s = ParamSpace([GroupSpec("armature", 0, 0.5)], 7, fixed={"delay": 2})
-    b = s.to_batch(np.full((3, 7), 0.5))
-    assert list(b.delay) == [2, 2, 2]
+def test_errors():
+    with pytest.raises(ValueError, match="joint names"):
+        ParamSpace([GroupSpec("armature", 0, 0.5)], 7, ["a", "b"])
     with pytest.raises(ValueError):
         GroupSpec("armature", 1.0, 0.5)
     with pytest.raises(ValueError):
@@ -70,3 +69,27 @@ def test_fixed_groups_and_errors():
         GroupSpec("stiffness", 0, 1)
     with pytest.raises(ValueError):
         ParamSpace([GroupSpec("delay", 0, 4), GroupSpec("delay", 0, 4)], 7)
+
+
+def test_labels_use_the_robot_joint_names_and_description_round_trips():
+    names = [f"panda_joint{i + 1}" for i in range(7)]
+    s = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in ("armature", "delay")}, 7, names)
+    assert s.labels()[2] == "armature[panda_joint3]" and s.labels()[-1] == "delay"
+    assert [e.joint for e in s.entries()][:7] == names and s.entries()[-1].joint is None
+    back = ParamSpace.from_description(s.describe())
+    assert back.labels() == s.labels() and back.joint_names == s.joint_names
+    legacy = {k: v for k, v in s.describe().items() if k != "joint_names"}
+    with pytest.raises(ValueError, match="joint names"):
+        ParamSpace.from_description(legacy)  # never invents names
+    assert ParamSpace.from_description(legacy, names).labels() == s.labels()
+
+
+def test_delay_encoding_bounds_and_continuous_entries():
+    s = _space()
+    assert s.delay_index == 21 and list(s.continuous_index()) == list(range(21))
+    for d in range(5):
+        x = s.with_delay(np.full(22, 0.3), d)
+        assert s.delay_of(x) == d and x[21] == s.delay_coord(d) and np.all(x[:21] == 0.3)
+    lo, hi = s.bounds()
+    np.testing.assert_array_equal(hi - lo, s.widths())
+    np.testing.assert_allclose(s.decoded_vector(s.low_start())[:7], 0.2 * 0.5)  # armature at 20 % of its range

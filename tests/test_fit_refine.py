@@ -8,7 +8,9 @@ import numpy as np
 from conftest import make_run
 from test_fit_fakes import TRUE, FakeBackend
 
-from isaaclab_sysid.fit.loss import LossWeights, residual_vectors, total_loss
+from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.fit.loss import LossWeights, total_loss
+from isaaclab_sysid.fit.residuals import stacked_residuals, weighted_residuals
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
 
@@ -27,7 +29,7 @@ def test_residual_norm_is_the_loss():
     space, runs, be = _space(), _runs(), FakeBackend()
     X = np.random.default_rng(0).uniform(size=(5, space.dim))
     ro = be.rollout(space.to_batch(X), runs)
-    R, div = residual_vectors(ro, runs, LossWeights(), [1.0, 2.5])
+    R, div = stacked_residuals(weighted_residuals(ro, runs, LossWeights(), [1.0, 2.5]))
     lb = total_loss(ro, runs, LossWeights(), [1.0, 2.5])
     assert not div.any()
     np.testing.assert_allclose((R**2).sum(axis=1), lb.total, rtol=1e-12)
@@ -37,7 +39,7 @@ def test_refine_converges_and_finds_the_delay_from_a_wrong_start():
     space, runs, be = _space(), _runs(), FakeBackend()
     start = space.normalize({"armature": TRUE["armature"] * 1.3, "friction": TRUE["friction"] * 0.7,
                              "viscous": TRUE["viscous"] + 0.2, "delay": 0})
-    ref = LMRefiner(space, be, runs, RefineSettings(max_iter=10))
+    ref = LMRefiner(ReplayObjective(space, be, runs), RefineSettings(max_iter=10))
     st = ref.start(start)
     loss0 = st.best().loss
     while not st.done:
@@ -55,14 +57,14 @@ def test_refine_state_resumes_exactly():
     space, runs = _space(), _runs()
     x0 = space.normalize({"armature": TRUE["armature"] * 0.5, "friction": TRUE["friction"] * 1.5,
                           "viscous": TRUE["viscous"], "delay": 1})
-    ref = LMRefiner(space, FakeBackend(), runs, RefineSettings(max_iter=4))
+    ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs), RefineSettings(max_iter=4))
     st = ref.start(x0)
     ref.step(st)
     ref.step(st)
     snapshot = pickle.loads(pickle.dumps(st))
     while not st.done:
         ref.step(st)
-    ref2 = LMRefiner(space, FakeBackend(), runs, RefineSettings(max_iter=4))
+    ref2 = LMRefiner(ReplayObjective(space, FakeBackend(), runs), RefineSettings(max_iter=4))
     while not snapshot.done:
         ref2.step(snapshot)
     np.testing.assert_array_equal(st.best().x, snapshot.best().x)

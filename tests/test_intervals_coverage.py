@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.export.ranges import RangePolicy, make_ranges
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.refine import refine_point
 from isaaclab_sysid.intervals import curvature_intervals, sensitivity
-from isaaclab_sysid.intervals.common import decoded_vector
 
 TRUE = {
     "armature": np.array([0.18, 0.22, 0.12, 0.15, 0.04, 0.06, 0.03]),
@@ -40,7 +40,7 @@ def coverage_study(seeds, duration=3.0, n_runs=1, polish_iters=2, rho=1.5):
                         viscous=TRUE["viscous"], delay=TRUE["delay"], torque_clamp=False, slew_limit=False,
                         noise=TwinNoise(q_std=5e-5, dq_std=2e-3, actuator_tau_std=0.02))
     space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in ("armature", "friction", "viscous", "delay")}, 7)
-    truth = decoded_vector(space, space.normalize(TRUE))
+    truth = space.decoded_vector(space.normalize(TRUE))
     be = MujocoBackend(robot, ReplayOptions())
     groups = ("armature", "friction", "viscous", "delay")
     iv_hits = {g: [] for g in groups}
@@ -53,8 +53,8 @@ def coverage_study(seeds, duration=3.0, n_runs=1, polish_iters=2, rho=1.5):
                                    20.0 if r % 2 == 0 else 30.0, seed=1000 + 17 * seed + r, name=f"cov{seed}_{r}")
                        for r in range(n_runs)]
             runs = [record_twin(robot, t, params, seed=seed) for t in targets]
-            x = refine_point(be, space, runs, space.normalize(TRUE), max_iter=polish_iters)
-            s = curvature_intervals(sensitivity(be, space, runs, x))
+            x = refine_point(ReplayObjective(space, be, runs), space.normalize(TRUE), max_iter=polish_iters)
+            s = curvature_intervals(sensitivity(ReplayObjective(space, be, runs), x))
             bounds = {g.name: (g.lower, g.upper) for g in space.groups}
             ranges, _, _ = make_ranges(s.intervals, RangePolicy(rho_override=rho), None, bounds)
             rmap = {r.label: r for r in ranges}

@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 from conftest import make_run
 
+from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.refine import refine_point
 from isaaclab_sysid.intervals import curvature_intervals, sensitivity
 from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
+from isaaclab_sysid.fit.result import FitResult, SearchDistribution
 from isaaclab_sysid.intervals.cma_cov import cma_intervals
-from isaaclab_sysid.intervals.common import continuous_index, decoded_vector
 from isaaclab_sysid.sim.interface import CandidateBatch, RunRollout, check_supported
 
 TRUE = {
@@ -114,7 +115,7 @@ def _space():
 
 
 def _fit(be, space, runs):
-    x = refine_point(be, space, runs, space.normalize(TRUE), max_iter=1)
+    x = refine_point(ReplayObjective(space, be, runs), space.normalize(TRUE), max_iter=1)
     return x
 
 
@@ -126,7 +127,7 @@ def test_residual_sum_of_squares_is_the_fit_loss():
     runs = _runs(be, T, 2, seed=0)
     space = _space()
     x = space.normalize(TRUE)
-    sens = sensitivity(be, space, runs, x)
+    sens = sensitivity(ReplayObjective(space, be, runs), x)
     lb = total_loss(be.rollout(space.to_batch(x[None]), runs), runs)
     assert sens.ssr == pytest.approx(lb.total[0], rel=1e-12)
     assert sens.n_candidates == 1 + 2 * 21 + 4  # optimum, central differences, 4 other delays
@@ -138,7 +139,7 @@ def test_unidentifiable_parameter_is_unbounded_with_warning_and_delay_profile():
     runs = _runs(be, T, 2, seed=1)
     space = _space()
     x = _fit(be, space, runs)
-    s = curvature_intervals(sensitivity(be, space, runs, x))
+    s = curvature_intervals(sensitivity(ReplayObjective(space, be, runs), x))
     iv = s.by_label()["viscous[j7]"]
     assert iv.lower is None and iv.upper is None and not iv.identifiable
     assert any("viscous[j7]" in w and "not identifiable" in w for w in s.warnings)
@@ -155,13 +156,13 @@ def test_hac_covers_at_nominal_rate_naive_does_not():
     T, R, S = 300, 2, 60
     be = LinearBackend(T, R)
     space = _space()
-    cont = continuous_index(space)
-    truth = decoded_vector(space, space.normalize(TRUE))
+    cont = space.continuous_index()
+    truth = space.decoded_vector(space.normalize(TRUE))
     hits = {"hac": [], "naive": [], "bootstrap": []}
     for seed in range(S):
         runs = _runs(be, T, R, seed=100 + seed)
         x = _fit(be, space, runs)
-        sens = sensitivity(be, space, runs, x, profile_delay=False)
+        sens = sensitivity(ReplayObjective(space, be, runs), x, profile_delay=False)
         for mode in ("hac", "naive"):
             s = curvature_intervals(sens, mode=mode)
             hits[mode].append([s.by_label()[lab].contains(truth[i]) for lab, i in zip(sens.labels, cont)
@@ -182,11 +183,12 @@ def test_other_methods_run_and_cma_from_result():
     runs = _runs(be, T, 3, seed=3)
     space = _space()
     x = _fit(be, space, runs)
-    sens = sensitivity(be, space, runs, x)
+    sens = sensitivity(ReplayObjective(space, be, runs), x)
     pr = per_run_intervals(sens)
     assert pr.diagnostics["n_runs"] == 3 and len(pr.intervals) == 21
-    res = {"best_params": x.tolist(), "cma": {"sigma": 0.01, "C": np.eye(space.dim).tolist()}}
-    c = cma_intervals(space, res)
+    res = FitResult.from_search(space, x, 0.0, run_names=[], weighted_loss=np.zeros(0), traj_weights=np.zeros(0),
+                                search=SearchDistribution(x.copy(), 0.01, np.eye(space.dim)))
+    c = cma_intervals(res)
     iv = c.by_label()["armature[j1]"]
     assert iv.upper - iv.lower == pytest.approx(2 * 1.959964 * 0.01 * 0.5, rel=1e-4)
     assert c.by_label()["delay"].lower <= TRUE["delay"] <= c.by_label()["delay"].upper

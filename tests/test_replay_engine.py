@@ -11,6 +11,7 @@ from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions, UnsupportedParameterError
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
 from isaaclab_sysid.sim.reference import reference_replay
+from isaaclab_sysid.timebase import TICK_HZ
 from isaaclab_sysid.twin.targets import Q_READY, pose_offsets, skeleton_run, task_targets
 
 N = 7
@@ -60,10 +61,10 @@ def one_khz(run):
     k = run.ticks_per_setpoint
     T = run.n_samples * k
     rep = lambda a: None if a is None else np.repeat(a, k, axis=0)  # noqa: E731
-    meta = dataclasses.replace(run.meta, log_rate_hz=1000.0, num_samples=T)
+    meta = dataclasses.replace(run.meta, log_rate_hz=float(TICK_HZ), num_samples=T)
     ticks = np.arange(T, dtype=np.int64) + 5000
     return dataclasses.replace(
-        run, meta=meta, t=np.arange(T) / 1000.0, q=rep(run.q), dq=rep(run.dq), ee_pos=rep(run.ee_pos),
+        run, meta=meta, t=np.arange(T) / TICK_HZ, q=rep(run.q), dq=rep(run.dq), ee_pos=rep(run.ee_pos),
         ee_quat=rep(run.ee_quat), tau=rep(run.tau), tau_J=rep(run.tau_J), q_des=rep(run.q_des),
         x_des=rep(run.x_des), quat_des=rep(run.quat_des), tick=ticks, setpoint_tick=(ticks // k) * k,
     )
@@ -224,3 +225,13 @@ def test_bad_batches_refused(robot, backend):
         backend.rollout(CandidateBatch(delay=np.array([1.5])), [run])
     with pytest.raises(ValueError, match="armature"):
         backend.rollout(CandidateBatch(armature=-np.ones((1, N))), [run])
+
+
+def test_device_other_than_cpu_refused(robot):
+    """The MuJoCo backend takes a device so callers can pass one to any backend, but only the CPU."""
+    be = MujocoBackend(robot, n_threads=1, device="cpu")
+    assert be.device == "cpu"
+    be.close()
+    for dev in ("cuda:0", "cuda", "gpu"):
+        with pytest.raises(ValueError, match=r"CPU only; --device .* needs --backend isaaclab"):
+            MujocoBackend(robot, device=dev)

@@ -12,18 +12,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import load_script
+from isaaclab_sysid.rigid_body import pipeline
 from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
+from isaaclab_sysid.rigid_body.cli import IdentifyArgs, main_from_args
 from isaaclab_sysid.rigid_body.io import load_nominal
+from isaaclab_sysid.rigid_body.options import PipelineOptions, RigidBodyError
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
 from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
 from isaaclab_sysid.rigid_body.runs_input import process_run, read_runs
-from conftest import load_script
+from isaaclab_sysid.rigid_body.seed_cli import SeedArgs
+from isaaclab_sysid.rigid_body.seed_cli import main_from_args as seed_main
 from rigid_body_franka_twin import PARAMS, write_franka_runs
-
-
-
-def _cli():
-    return load_script("identify_rigid_body")
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +31,11 @@ def franka(tmp_path_factory):
     folder = tmp_path_factory.mktemp("franka_runs")
     paths, nominal, truth = write_franka_runs(folder, seeds=(1, 2, 3), duration=14.0)
     out = tmp_path_factory.mktemp("franka_out")
-    cli = _cli()
-    args = cli.Args(
+    args = IdentifyArgs(
         out=out, runs=tuple(paths[:2]), heldout=(paths[2],), dt=0.01, cutoff_hz=5.0,
         audit_uniform=200, audit_dense=100, audit_grid=2, seeds=(0,), no_plots=True,
     )
-    assert cli.main(args) == 0
+    assert main_from_args(args) == 0
     return paths, nominal, truth, out
 
 
@@ -91,12 +90,11 @@ def test_franka_runs_instrumental_variables(franka, tmp_path, capsys):
     runs (tau_J measured, so no closed-loop bias to remove) it must still recover the twin:
     large inertial base parameters within 5 %, held-out torque near OLS's."""
     paths, nominal, truth, out = franka
-    cli = _cli()
-    args = cli.Args(
+    args = IdentifyArgs(
         out=tmp_path / "iv", runs=tuple(paths[:2]), heldout=(paths[2],), dt=0.01, cutoff_hz=5.0, method="iv",
         audit_uniform=200, audit_dense=100, audit_grid=2, seeds=(0,), no_plots=True,
     )
-    assert cli.main(args) == 0
+    assert main_from_args(args) == 0
     iv = json.loads((tmp_path / "iv" / "rb_params.json").read_text())
     ls = json.loads((out / "rb_params.json").read_text())
     assert iv["estimate"]["method"] == "iv"
@@ -115,23 +113,79 @@ def test_franka_runs_instrumental_variables(franka, tmp_path, capsys):
     assert np.mean(r_iv) <= 1.2 * np.mean(r_ls), (r_iv, r_ls)
     capsys.readouterr()
     # the UR10e logs have no desired positions: a one-line refusal, not a traceback
-    assert cli.main(cli.Args(out=tmp_path / "u", method="iv", no_plots=True)) == 2
+    assert main_from_args(IdentifyArgs(out=tmp_path / "u", method="iv", no_plots=True)) == 2
     assert "q_des" in capsys.readouterr().out
 
 
 def test_franka_runs_bad_input(franka, tmp_path, capsys):
     paths, *_ = franka
-    cli = _cli()
     bad = tmp_path / "bad.csv"
     lines = Path(paths[0]).read_text().splitlines()
     lines[5] = lines[5].replace(",", ",x", 1)
     bad.write_text("\n".join(lines) + "\n")
     (tmp_path / "bad.json").write_text(Path(paths[0]).with_suffix(".json").read_text())
-    assert cli.main(cli.Args(out=tmp_path / "o", runs=(bad,), no_plots=True)) == 2
+    assert main_from_args(IdentifyArgs(out=tmp_path / "o", runs=(bad,), no_plots=True)) == 2
     err = capsys.readouterr().out
     assert "bad.csv" in err and "row" in err
-    assert cli.main(cli.Args(out=tmp_path / "o", runs=(paths[0],), robot="ur10e", no_plots=True)) == 2
+    assert main_from_args(IdentifyArgs(out=tmp_path / "o", runs=(paths[0],), robot="ur10e", no_plots=True)) == 2
     assert "7 joints" in capsys.readouterr().out
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--sdp-covariance", "bad"], "--sdp-covariance"),
+        (["--method", "lsq"], "--method"),
+        (["--sdp-mode", "tight"], "--sdp-mode"),
+        (["--seeds"], "--seeds"),
+        (["--audit-uniform", "0"], "--audit-uniform"),
+        (["--prior-rel-std", "0"], "--prior-rel-std"),
+        (["--hac-lag-s", "-1"], "--hac-lag-s"),
+        (["--mass-lower-factor", "1.2", "--mass-upper-factor", "1.1"], "--mass-lower-factor"),
+        (["--signal", "tau_ext"], "--signal"),
+        (["--dt", "0"], "--dt"),
+        (["--drive-gains", "1", "1"], "--drive-gains"),
+    ],
+)
+def test_cli_refuses_a_bad_flag_before_any_work(franka, tmp_path, capsys, flags, named):
+    """Through the script: a bad flag is one line naming it, exit status 2, nothing read or written."""
+    paths, *_ = franka
+    script = load_script("identify_rigid_body")
+    out = tmp_path / "o"
+    assert script.main(["--runs", str(paths[0]), "--out", str(out), *flags]) == 2
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"error: {named}") and printed.count("\n") == 1, printed
+    assert not out.exists()
+
+
+def test_identify_validates_every_option_before_building_a_regressor(franka, monkeypatch):
+    """identify() checks its options and inputs first: the base-parameter QR (the first
+    regressor build) is never reached with a bad option, an IV run without instruments
+    or a reference of the wrong size."""
+    paths, nominal, *_ = franka
+
+    def no_work(*_a, **_k):
+        raise AssertionError("an expensive step ran before the options were checked")
+
+    monkeypatch.setattr(pipeline, "compute_base_parameters", no_work)
+    reg = Regressor(nominal, RegressorOptions(coulomb_deadband=1e-3))
+    p = process_run(read_runs([paths[0]])[0], PreprocessOptions(dt=0.01, cutoff_hz=5.0))
+    data = pipeline.IdentificationData(reg, [p], {}, signal="tau_J", unit="N m")
+    for bad, named in (
+        (PipelineOptions(sdp_covariance="white"), "--sdp-covariance"),
+        (PipelineOptions(audit_seeds=()), "--seeds"),
+        (PipelineOptions(prior_weight=float("nan")), "--prior-weight"),
+        (PipelineOptions(base_samples=1), "base_samples"),
+        (PipelineOptions(method="iv"), "--method iv"),
+    ):
+        with pytest.raises(RigidBodyError, match=named):
+            pipeline.identify(data, bad)
+    wrong = pipeline.ReferenceModel(np.zeros(3))
+    with pytest.raises(RigidBodyError, match="reference 'x'"):
+        pipeline.identify(pipeline.IdentificationData(reg, [p], {}, "tau_J", "N m", reference={"x": wrong}))
+    with pytest.raises(RigidBodyError, match="no signal 'current'"):
+        pipeline.identify(pipeline.IdentificationData(reg, [p], {}))
 
 
 def test_mass_intervals_from_a_real_rb_params(franka):
@@ -160,15 +214,16 @@ def test_seed_fit_from_rb_params_starts_the_replay_near_the_twin(franka, tmp_pat
     from that start is far closer to the recording than the default 'low' start."""
     from isaaclab_sysid.evaluate.metrics import rollout_metrics
     from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
-    from isaaclab_sysid.fit.pipeline import start_point
+    from isaaclab_sysid.fit.problem import start_point
     from isaaclab_sysid.sim.interface import ReplayOptions
     from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
 
     paths, nominal, truth, out = franka
-    cli = load_script("seed_fit")
     seed_path = tmp_path / "seed.json"
-    assert cli.main(cli.Args(rb_params=out / "rb_params.json", out=seed_path)) == 0
+    assert load_script("seed_fit").main(["--rb-params", str(out / "rb_params.json"), "--out", str(seed_path)]) == 0
     assert "motor_delay_steps: not seeded" in capsys.readouterr().out
+    assert seed_main(SeedArgs(rb_params=out / "rb_params.json", out=tmp_path / "x.json", delay=-1)) == 2
+    assert capsys.readouterr().out.startswith("error: --delay must be >= 0")
     seed = json.loads(seed_path.read_text())["best_params_decoded"]
     assert "motor_delay_steps" not in seed
     arm, fric, visc = (np.array(seed[k]) for k in ("armature", "friction", "viscous"))

@@ -6,15 +6,17 @@ import json
 
 import numpy as np
 import pytest
-from conftest import load_script
 from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
+from isaaclab_sysid.rigid_body.cli import IdentifyArgs, main_from_args
 from isaaclab_sysid.rigid_body.drive_gains import Payload, fit_payload, identify_drive_gains, predict_current
 from isaaclab_sysid.rigid_body.io import load_nominal
+from isaaclab_sysid.rigid_body.options import PipelineOptions
 from isaaclab_sysid.rigid_body.pipeline import (
-    PipelineOptions,
+    IdentificationData,
+    ReferenceModel,
+    identify,
     load_ur10e_processed,
     published_standard_vector,
-    run_pipeline,
 )
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
 from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
@@ -26,6 +28,7 @@ from isaaclab_sysid.rigid_body.ur10e_data import (
     load_ur10e_csv,
     ur10e_dir,
 )
+from isaaclab_sysid.rigid_body.writers import write_identification
 from isaaclab_sysid.robots import load_robot
 
 DATA = ur10e_dir()
@@ -44,18 +47,19 @@ def result(tmp_path_factory):
     ident = [load_ur10e_processed(f, pre) for f in list_runs(DATA / "identification_data") if is_fourier_unloaded(f)]
     valid = {f.name: load_ur10e_processed(f, pre) for f in list_runs(DATA / "validation_data")}
     opt = PipelineOptions(audit_uniform=300, audit_dense=200, audit_seeds=(0, 1), plots=False)
-    ref = {"published": published_standard_vector(reg, pub)}
-    res = run_pipeline(reg, ident, valid, out, "current", pub.drive_gains, "A", opt, ref)
+    ref = {"published": ReferenceModel(published_standard_vector(reg, pub))}
+    res = identify(IdentificationData(reg, ident, valid, "current", "A", pub.drive_gains, ref), opt)
+    write_identification(res, out)
     return reg, res, out, len(ident), len(valid)
 
 
 def test_ur10e_heldout_rmse_beside_published(result):
     reg, res, out, n_ident, n_valid = result
     assert n_ident == 10 and n_valid == 11
-    assert set(res.validation_rmse) == {f.name for f in list_runs(DATA / "validation_data")}
-    ours = res.pooled_rmse["LS (base)"]
-    sdp = res.pooled_rmse["SDP (standard)"]
-    theirs = res.pooled_rmse["published"]
+    assert set(res.heldout.per_run) == {f.name for f in list_runs(DATA / "validation_data")}
+    ours = res.heldout.pooled["LS (base)"]
+    sdp = res.heldout.pooled["SDP (standard)"]
+    theirs = res.heldout.pooled["published"]
     print("\nheld-out current RMSE [A] per joint (all 11 validation files pooled)")
     for name, r in (("ours LS", ours), ("ours SDP", sdp), ("published", theirs)):
         print(f"  {name:>10}: " + " ".join(f"{v:.3f}" for v in r))
@@ -70,9 +74,9 @@ def test_ur10e_heldout_rmse_beside_published(result):
     rec, c = res.reconstruction, res.consistency
     ratio = rec.masses / rec.prior_masses
     assert np.all((ratio > 0.7) & (ratio < 1.3)), ratio
-    assert c["p_value_hac_cov"] > 0.05 and c["hac_over_ols_std_median"] > 1.5
+    assert c.p_value_hac_cov > 0.05 and c.hac_over_ols_std_median > 1.5
     print(f"  SDP masses {np.round(rec.masses, 3)} (URDF {rec.prior_masses}); Mahalanobis HAC "
-          f"{c['mahalanobis_hac_cov']:.1f} (p {c['p_value_hac_cov']:.3f}), OLS cov {c['mahalanobis_ols_cov']:.1f}")
+          f"{c.mahalanobis_hac_cov:.1f} (p {c.p_value_hac_cov:.3f}), OLS cov {c.mahalanobis_ols_cov:.1f}")
 
 
 def test_ur10e_output_files(result):
@@ -146,17 +150,16 @@ def test_ur10e_drive_gains_from_payload(gain_folds):
 
 
 def test_ur10e_cli_identify_gains(tmp_path, capsys):
-    cli = load_script("identify_rigid_body")
     common = dict(
         identify_gains=True, ident=("ur-20_02_19_14harm50sec.csv", "ur-20_02_19_15harm50sec.csv"),
         payload_heldout=(PAYLOAD_RUNS[1],), audit_uniform=100, audit_dense=50, audit_grid=2, seeds=(0,),
         no_plots=True,
     )
     # the held-out payload run starts with garbage rows: refused, with the way out in the message
-    assert cli.main(cli.Args(out=tmp_path / "a", **common)) == 2
+    assert main_from_args(IdentifyArgs(out=tmp_path / "a", **common)) == 2
     msg = capsys.readouterr().out
     assert "row 2, column 2" in msg and "--max-corrupt-head-rows" in msg
-    assert cli.main(cli.Args(out=tmp_path / "b", max_corrupt_head_rows=25, **common)) == 0
+    assert main_from_args(IdentifyArgs(out=tmp_path / "b", max_corrupt_head_rows=25, **common)) == 0
     printed = capsys.readouterr().out
     assert "dropped 10 corrupt leading rows" in printed and "drive gains identified" in printed
     body = json.loads((tmp_path / "b" / "rb_params.json").read_text())
@@ -166,5 +169,6 @@ def test_ur10e_cli_identify_gains(tmp_path, capsys):
     loaded = body["validation"]["rmse_loaded_payload_refit"][PAYLOAD_RUNS[1]]
     assert set(loaded) == {"LS (base)", "SDP (standard)", "published (authors)"}
     assert "## Drive gains, identified with a 2.805 kg payload" in (tmp_path / "b" / "report.md").read_text()
-    assert cli.main(cli.Args(out=tmp_path / "c", drive_gains=(10.0,) * 6, **common)) == 2
+    assert main_from_args(IdentifyArgs(out=tmp_path / "c", drive_gains=(10.0,) * 6, **common)) == 2
     assert "not both" in capsys.readouterr().out
+    assert not (tmp_path / "c").exists()  # refused before anything was read or written

@@ -9,6 +9,9 @@ import pytest
 
 from isaaclab_sysid.robots import JointOverrides, LinkInertial, load_robot, load_robot_config
 from isaaclab_sysid.robots.config import RobotConfigError
+from isaaclab_sysid import timebase
+from isaaclab_sysid.data import schema
+from isaaclab_sysid.robots import robot as robot_mod
 from isaaclab_sysid.robots.robot import EE_NAME
 
 
@@ -63,9 +66,17 @@ def test_panda_description():
     mj = robot.build_mujoco()
     assert mj.nq == mj.nv == 7  # fingers locked
     assert np.allclose(mj.opt.gravity, 0.0)  # gravity-free by default
-    assert mj.opt.timestep == pytest.approx(1e-3)
+    assert mj.opt.timestep == timebase.TICK_S
     pm = robot.build_pinocchio()
     assert pm.nq == pm.nv == 7
+
+
+def test_one_tick_constant():
+    """The 1 ms tick is defined once (timebase); the historical names are the same objects."""
+    assert timebase.TICK_S == 1e-3 and timebase.TICK_HZ == 1000
+    assert isinstance(timebase.TICK_HZ, int)
+    assert schema.TICK_HZ is timebase.TICK_HZ
+    assert robot_mod.PHYSICS_DT is timebase.TICK_S
 
 
 def test_ur10e_builds_through_same_path():

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from isaaclab_sysid.data.schema import TICK_HZ
+from isaaclab_sysid.timebase import TICK_HZ
 
 
 @dataclass(frozen=True)

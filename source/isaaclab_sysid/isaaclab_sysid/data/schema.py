@@ -1,6 +1,12 @@
-"""Column names and constants of the run format (schema version 1). See docs/data_format.md."""
+"""Column names and constants of the run format (schema version 1). See docs/data_format.md.
+
+``TICK_HZ`` (the physics rate every replay runs at [Hz]) is re-exported from
+:mod:`isaaclab_sysid.timebase`, where it is defined.
+"""
 
 from __future__ import annotations
+
+from isaaclab_sysid.timebase import TICK_HZ  # noqa: F401 - re-exported (rigid_body/ and excitation/ import it from here)
 
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS = (1,)
@@ -10,8 +16,6 @@ ORIENTATION_ERRORS = ("quat", "rotvec")
 QUAT_NORM_TOL = 1e-3
 #: Joint positions may exceed the URDF limits by this much [rad] (encoder/limit slack).
 JOINT_LIMIT_SLACK = 0.05
-#: Physics rate every replay runs at [Hz].
-TICK_HZ = 1000
 
 EE_POS = ("ee_x", "ee_y", "ee_z")
 EE_QUAT = ("ee_qx", "ee_qy", "ee_qz", "ee_qw")

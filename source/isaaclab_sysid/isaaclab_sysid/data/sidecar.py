@@ -16,8 +16,8 @@ from isaaclab_sysid.data.schema import (
     ORIENTATION_ERRORS,
     QUAT_NORM_TOL,
     SUPPORTED_SCHEMA_VERSIONS,
-    TICK_HZ,
 )
+from isaaclab_sysid.timebase import TICK_HZ
 
 
 def _err(file: str, key: str, reason: str) -> RunFormatError:

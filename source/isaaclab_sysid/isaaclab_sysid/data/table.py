@@ -9,7 +9,8 @@ import numpy as np
 
 from isaaclab_sysid.data.errors import RunFormatError
 from isaaclab_sysid.data.run import Run, RunMeta
-from isaaclab_sysid.data.schema import EE_POS, EE_QUAT, QUAT_DES, TICK_HZ, X_DES, expected_columns, joint_cols
+from isaaclab_sysid.data.schema import EE_POS, EE_QUAT, QUAT_DES, X_DES, expected_columns, joint_cols
+from isaaclab_sysid.timebase import TICK_HZ
 
 
 @lru_cache(maxsize=16)

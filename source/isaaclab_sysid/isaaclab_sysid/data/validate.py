@@ -14,9 +14,9 @@ from isaaclab_sysid.data.schema import (
     JOINT_LIMIT_SLACK,
     QUAT_DES,
     QUAT_NORM_TOL,
-    TICK_HZ,
     expected_columns,
 )
+from isaaclab_sysid.timebase import TICK_HZ
 
 _Q_COL = re.compile(r"^q(\d+)$")
 

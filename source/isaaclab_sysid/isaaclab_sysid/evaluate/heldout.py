@@ -1,4 +1,4 @@
-"""Replay one parameter set and the nominal one beside it, and score both (``--eval_params``).
+"""Replay a fit result's parameters and the nominal ones beside it, and score both (``--eval_params``).
 
 The nominal (baseline) parameters are the model's own joint properties: no
 armature, friction or viscous damping and no delay, clipped into the bounds.
@@ -8,7 +8,7 @@ candidate 1 = fitted).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,10 +19,10 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.data.schema import EE_POS, EE_QUAT, joint_cols
 from isaaclab_sysid.evaluate.metrics import RunMetrics, rollout_metrics
 from isaaclab_sysid.fit.loss import LossWeights
-from isaaclab_sysid.fit.param_space import ParamSpace
+from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
 from isaaclab_sysid.utils.atomic import atomic_path, atomic_write_json
-from isaaclab_sysid.utils.json_io import jsonable, read_json
+from isaaclab_sysid.utils.json_io import jsonable
 
 EVAL_RESULT_FILE = "eval_result.json"
 
@@ -58,64 +58,47 @@ class EvalResult:
             },
         }
 
+    def split(self, n_first: int) -> "tuple[EvalResult, EvalResult | None]":
+        """The first ``n_first`` runs (the fit runs) and the rest (held-out; None if there are none)."""
+
+        def part(sl: slice) -> EvalResult:
+            return EvalResult(runs=self.runs[sl], baseline=self.baseline[sl], fitted=self.fitted[sl], params=self.params,
+                              nominal=self.nominal, source=self.source, rollouts=self.rollouts[sl])
+
+        return part(slice(0, n_first)), (part(slice(n_first, None)) if len(self.runs) > n_first else None)
+
     def table(self, joint_names: Sequence[str] | None = None) -> str:
         """Plain-text table: per run loss, per-joint q RMS [mrad], dq RMS [mrad/s], EE RMS [mm]."""
         lines = []
         for name, b, f in zip(self.runs, self.baseline, self.fitted):
             n = len(f.q_rms_mrad)
             jn = list(joint_names or [f"j{i + 1}" for i in range(n)])
+            w = max(22, max(len(j) for j in jn) + 18)
             lines.append(f"run {name}")
-            lines.append(f"  {'':22s}{'baseline':>12s}{'fitted':>12s}")
-            lines.append(f"  {'loss':22s}{b.loss:12.4g}{f.loss:12.4g}" + ("  (fitted DIVERGED)" if f.diverged else ""))
+            lines.append(f"  {'':{w}s}{'baseline':>12s}{'fitted':>12s}")
+            lines.append(f"  {'loss':{w}s}{b.loss:12.4g}{f.loss:12.4g}" + ("  (fitted DIVERGED)" if f.diverged else ""))
             for j in range(n):
-                lines.append(f"  {'q RMS ' + jn[j] + ' [mrad]':22s}{b.q_rms_mrad[j]:12.3f}{f.q_rms_mrad[j]:12.3f}")
+                lines.append(f"  {'q RMS ' + jn[j] + ' [mrad]':{w}s}{b.q_rms_mrad[j]:12.3f}{f.q_rms_mrad[j]:12.3f}")
             for j in range(n):
-                lines.append(f"  {'dq RMS ' + jn[j] + ' [mrad/s]':22s}{b.dq_rms_mrad_s[j]:12.2f}{f.dq_rms_mrad_s[j]:12.2f}")
-            lines.append(f"  {'q RMS all [mrad]':22s}{b.q_rms_all_mrad:12.3f}{f.q_rms_all_mrad:12.3f}")
-            lines.append(f"  {'EE RMS [mm]':22s}{b.ee_rms_mm:12.3f}{f.ee_rms_mm:12.3f}")
+                lines.append(f"  {'dq RMS ' + jn[j] + ' [mrad/s]':{w}s}{b.dq_rms_mrad_s[j]:12.2f}{f.dq_rms_mrad_s[j]:12.2f}")
+            lines.append(f"  {'q RMS all [mrad]':{w}s}{b.q_rms_all_mrad:12.3f}{f.q_rms_all_mrad:12.3f}")
+            lines.append(f"  {'EE RMS [mm]':{w}s}{b.ee_rms_mm:12.3f}{f.ee_rms_mm:12.3f}")
         return "\n".join(lines)
-
-
-def load_params_file(path: str | Path) -> dict:
-    """The ``best_params_decoded`` dict of a ``sysid_best_params.json`` or a checkpoint."""
-    path = Path(path)
-    d = read_json(path, "parameters")
-    if isinstance(d, dict) and "best_params_decoded" in d:
-        return d["best_params_decoded"]
-    raise ValueError(f"{path}: no 'best_params_decoded' (expected a sysid_best_params.json or a checkpoint_<iter>.json)")
-
-
-def space_for_params(params: Mapping, space: ParamSpace) -> ParamSpace:
-    """A space whose fitted groups are exactly the groups present in ``params`` (bounds from ``space``)."""
-    from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, RESULT_KEYS, GroupSpec
-
-    groups = []
-    for g, key in RESULT_KEYS.items():
-        if key in params:
-            try:
-                spec = space.group(g)
-            except KeyError:
-                lo, hi = DEFAULT_BOUNDS[g]
-                spec = GroupSpec(g, lo, hi)
-            groups.append(spec)
-    return ParamSpace(groups, space.n_dof, space.joint_names)
 
 
 def evaluate_params(
     backend: ReplayBackend,
-    space: ParamSpace,
+    result: FitResult,
     runs: Sequence[Run],
-    params: Mapping,
     weights: LossWeights = LossWeights(),
     source: str | None = None,
 ) -> EvalResult:
-    """Roll out the nominal and the given parameters on every run (one call) and score both."""
-    space = space_for_params(params, space)
-    fitted = space.decoded_from_json(params)
+    """Roll out the nominal parameters and ``result``'s values on every run (one call) and score both."""
+    space = result.space
+    fitted = result.values
     nominal = space.nominal_values()
     dec = {g: np.stack([np.asarray(nominal[g]), np.asarray(fitted[g])]) for g in space.group_names}
-    batch = space.batch_from_decoded(dec, 2)
-    rollouts = backend.rollout(batch, list(runs))
+    rollouts = backend.rollout(space.batch_from_decoded(dec, 2), list(runs))
     base = [rollout_metrics(ro, run, 0, weights) for ro, run in zip(rollouts, runs)]
     fit = [rollout_metrics(ro, run, 1, weights) for ro, run in zip(rollouts, runs)]
     return EvalResult(

@@ -91,9 +91,20 @@ def plot_rms_bars(result, path: str | Path, joint_names: Sequence[str] | None = 
         x = np.arange(len(b))
         ax.bar(x - 0.2, b, 0.4, label="nominal")
         ax.bar(x + 0.2, f, 0.4, label="fitted")
-        ax.set_xticks(x, list(joint_names or [f"j{i + 1}" for i in x]), fontsize=8)
+        ax.set_xticks(x, list(joint_names or [f"j{i + 1}" for i in x]), fontsize=7, rotation=30, ha="right")
         ax.set_ylabel("q RMS [mrad]")
         ax.set_title(name, fontsize=9)
         ax.legend(fontsize=8)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def plot_evaluation(out_dir: str | Path, runs: Sequence[Run], ev, joint_names: Sequence[str] | None = None) -> list[Path]:
+    """Real vs sim (nominal and fitted) per run and the per-joint RMS bars of an :class:`EvalResult`."""
+    out_dir = Path(out_dir)
+    paths = []
+    for run, ro in zip(runs, ev.rollouts):
+        paths.append(plot_run(run, {"nominal": ro.q[0], "fitted": ro.q[1]}, {"nominal": ro.ee_pos[0], "fitted": ro.ee_pos[1]},
+                              out_dir / f"real_vs_sim_{run.name}.png"))
+    paths.append(plot_rms_bars(ev, out_dir / "rms_per_joint.png", joint_names))
+    return paths

@@ -5,15 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
+from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.utils.atomic import atomic_write_text
 
 REPORT_FILE = "report.md"
-
-
-def _fmt_list(v, digits: int = 4) -> str:
-    return ", ".join(f"{x:.{digits}g}" for x in v)
+#: order of the per-joint groups in the parameter table
+_REPORT_ORDER = ("armature", "friction", "viscous", "mu_static", "dynamic_ratio")
 
 
 def eval_section(title: str, result, joint_names: Sequence[str]) -> list[str]:
@@ -40,8 +37,7 @@ def eval_section(title: str, result, joint_names: Sequence[str]) -> list[str]:
 
 def write_report(
     run_dir: str | Path,
-    result: dict,
-    joint_names: Sequence[str],
+    result: FitResult,
     fit_eval=None,
     heldout_eval=None,
     plots: Sequence[Path] = (),
@@ -49,11 +45,11 @@ def write_report(
 ) -> Path:
     """Write ``report.md`` in ``run_dir``: the fitted values, the loss per run, scores and plots."""
     run_dir = Path(run_dir)
-    dec = result["best_params_decoded"]
+    joint_names = result.space.joint_names
     lines = ["# System identification report", ""]
-    lines.append(f"- backend: `{result.get('backend')}`, population {result.get('popsize')}, "
-                 f"{result.get('iterations')} generations, {result.get('evaluations')} evaluations, seed {result.get('seed')}")
-    lines.append(f"- best loss: {result['best_score']:.6g}")
+    lines.append(f"- backend: `{result.backend}`, population {result.popsize}, "
+                 f"{result.iterations} generations, {result.evaluations} evaluations, seed {result.seed}")
+    lines.append(f"- best loss: {result.best_score:.6g}")
     if wall_s is not None:
         lines.append(f"- wall time: {wall_s:.1f} s")
     lines.append("")
@@ -61,19 +57,17 @@ def write_report(
     lines.append("")
     lines.append("| parameter | " + " | ".join(joint_names) + " |")
     lines.append("|---|" + "---|" * len(joint_names))
-    units = {"armature": "kg m^2", "friction": "N m", "viscous": "N m s/rad", "mu_static": "N m", "dynamic_ratio": "-"}
-    for key, unit in units.items():
-        if key in dec:
-            lines.append(f"| {key} [{unit}] | " + " | ".join(f"{v:.4g}" for v in dec[key]) + " |")
-    if "motor_delay_steps" in dec:
+    for g in sorted((g for g in result.space.groups if g.per_joint), key=lambda g: _REPORT_ORDER.index(g.name)):
+        lines.append(f"| {g.name} [{g.unit}] | " + " | ".join(f"{v:.4g}" for v in result.values[g.name]) + " |")
+    if result.delay is not None:
         lines.append("")
-        lines.append(f"Actuator delay: **{dec['motor_delay_steps']} ticks** ({dec['motor_delay_steps']} ms).")
+        lines.append(f"Actuator delay: **{result.delay} ticks** ({result.delay} ms).")
     lines.append("")
     lines.append("## Loss per fit run (best candidate)")
     lines.append("")
     lines.append("| run | weight | L | w*L |")
     lines.append("|---|---|---|---|")
-    for (name, l), w in zip(result["loss_per_run"].items(), result["traj_weights"]):
+    for (name, l), w in zip(result.loss_per_run.items(), result.traj_weights):
         lines.append(f"| {name} | {w:g} | {l:.4g} | {w * l:.4g} |")
     lines.append("")
     if fit_eval is not None:
@@ -103,4 +97,4 @@ def eval_report(out_dir: str | Path, result, joint_names: Sequence[str], plots: 
     return path
 
 
-__all__ = ["eval_report", "write_report", "np"]
+__all__ = ["eval_report", "write_report"]

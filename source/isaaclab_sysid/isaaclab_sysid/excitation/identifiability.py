@@ -31,11 +31,12 @@ import numpy as np
 
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.loss import LossWeights
+from isaaclab_sysid.fit.param_space import GROUPS
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayBackend, RunRollout
 
-#: Fit bounds (as the fit's defaults; fit/param_space.py DEFAULT_BOUNDS).
-BOUNDS = {"armature": (0.0, 0.5), "friction": (0.0, 5.0), "viscous": (0.0, 5.0), "delay": (0.0, 4.0)}
-UNITS = {"armature": "kg m^2", "friction": "N m", "viscous": "N m s/rad", "delay": "ticks"}
+#: Fit bounds and units (the fit's defaults, from fit/param_space.py GROUPS).
+BOUNDS = {g: GROUPS[g].default_bounds for g in ("armature", "friction", "viscous", "delay")}
+UNITS = {g: GROUPS[g].unit for g in BOUNDS}
 #: Nominal candidate: plausible Panda values inside the bounds.
 NOMINAL = {"armature": 0.1, "friction": 0.5, "viscous": 0.5, "delay": 1}
 

@@ -32,6 +32,7 @@ from isaaclab_sysid.excitation.conditioning import condition_number
 from isaaclab_sysid.excitation.identifiability import NOMINAL, IdentifiabilityTable, identifiability
 from isaaclab_sysid.robots import Robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
+from isaaclab_sysid.timebase import TICK_S
 
 
 @dataclass
@@ -141,7 +142,7 @@ def preflight(
                 rows = np.searchsorted(run.sample_ticks(), sp_ticks[1:])
                 rows = rows[(rows >= 1) & (rows < len(cmd) - 1)]
                 steps = np.abs(cmd[rows + 1] - cmd[rows - 1]) if rows.size else np.zeros((1, robot.n_dof))
-                slew = np.asarray(robot.config.torque_rate_limit or [np.inf] * robot.n_dof, dtype=float) * 1e-3
+                slew = np.asarray(robot.config.torque_rate_limit or [np.inf] * robot.n_dof, dtype=float) * TICK_S
                 n["tau_peak_nm"] = np.max(np.abs(tau_j), axis=0).tolist()
                 n["tau_limit_frac"] = (np.max(np.abs(tau_j), axis=0) / robot.tau_max).tolist()
                 n["tau_step_peak_nm"] = np.max(steps, axis=0).tolist()

@@ -41,6 +41,8 @@ import pprint
 from collections.abc import Mapping
 from datetime import datetime
 
+from isaaclab_sysid.timebase import TICK_S
+
 MODULE_HEADER = '"""Isaac Lab configs exported by isaaclab_sysid (scripts/export_dr.py). Generated file: do not edit.\n\n{doc}\n"""\n'
 
 
@@ -69,7 +71,7 @@ def friction_term_params(c: float, v: float, rc: tuple[float, float] | None, rv:
 
 
 def generate_module(payload: Mapping, asset_name: str = "robot", viscous: str = "envelope",
-                    physics_dt: float = 0.001) -> tuple[str, list[str]]:
+                    physics_dt: float = TICK_S) -> tuple[str, list[str]]:
     """The module's source text and warnings.
 
     Args:
@@ -84,19 +86,22 @@ def generate_module(payload: Mapping, asset_name: str = "robot", viscous: str = 
     warns: list[str] = []
     joints: list[str] = list(payload["joint_names"])
     fitted = payload["fitted"]
-    ranges = payload["ranges"]  # label -> {lower, upper, ...}
-    keys = payload["labels_per_joint"]  # group -> list of labels in joint order
-    delay = payload.get("delay")  # {value_ticks, range_ticks}
-    tick_s = 0.001
-
-    def steps(ticks: float, how: str) -> int:
-        x = ticks * tick_s / physics_dt
-        return int(math.floor(x + 1e-9) if how == "floor" else math.ceil(x - 1e-9) if how == "ceil" else round(x))
-
     act = {}
     for g, key in (("armature", "armature"), ("friction", "friction"), ("friction", "dynamic_friction"), ("viscous", "viscous_friction")):
         if g in fitted:
             act[key] = {j: float(v) for j, v in zip(joints, fitted[g])}
+    delay_steps = _delay_steps(payload.get("delay"), physics_dt, warns)
+    terms = _joint_terms(payload, asset_name, viscous, warns) + _mass_terms(payload, asset_name)
+    return _module_source(payload, asset_name, physics_dt, act, delay_steps, terms), warns
+
+
+def _delay_steps(delay: Mapping | None, physics_dt: float, warns: list[str]) -> tuple[int, int, int]:
+    """(fitted, lowest, highest) delay in physics steps from the payload's ``delay`` (1 ms ticks)."""
+
+    def steps(ticks: float, how: str) -> int:
+        x = ticks * TICK_S / physics_dt
+        return int(math.floor(x + 1e-9) if how == "floor" else math.ceil(x - 1e-9) if how == "ceil" else round(x))
+
     delay_fit = delay_lo = delay_hi = 0
     if delay is not None:
         delay_fit = steps(delay["value_ticks"], "round")
@@ -105,17 +110,25 @@ def generate_module(payload: Mapping, asset_name: str = "robot", viscous: str = 
             delay_lo, delay_hi = steps(rng[0], "floor"), steps(rng[1], "ceil")
         else:
             delay_lo = delay_hi = delay_fit
-    if physics_dt != tick_s:
+    if physics_dt != TICK_S:
         warns.append(f"delay converted from 1 ms ticks to physics steps of {physics_dt * 1e3:g} ms (range rounded outward)")
+    return delay_fit, delay_lo, delay_hi
 
+
+def _joint_terms(payload: Mapping, asset_name: str, viscous: str, warns: list[str]) -> list[tuple[str, str]]:
+    """One ``randomize_joint_parameters`` term per joint (plus an ``abs`` armature term where scaling cannot work)."""
+    joints: list[str] = list(payload["joint_names"])
+    fitted = payload["fitted"]
+    ranges = payload["ranges"]  # label -> {lower, upper, ...}
+    keys = payload["labels_per_joint"]  # group -> list of labels in joint order
     terms: list[tuple[str, str]] = []
     for jk, j in enumerate(joints):
-        c = float(fitted.get("friction", [0.0] * len(joints))[jk]) if "friction" in fitted else 0.0
-        v = float(fitted.get("viscous", [0.0] * len(joints))[jk]) if "viscous" in fitted else 0.0
-        a = float(fitted.get("armature", [0.0] * len(joints))[jk]) if "armature" in fitted else 0.0
+        c = float(fitted["friction"][jk]) if "friction" in fitted else 0.0
+        v = float(fitted["viscous"][jk]) if "viscous" in fitted else 0.0
+        a = float(fitted["armature"][jk]) if "armature" in fitted else 0.0
 
         def rng_of(g):
-            lab = keys.get(g, [None] * len(joints))[jk] if g in keys else None
+            lab = keys[g][jk] if g in keys else None
             r = ranges.get(lab) if lab else None
             return None if r is None else (float(r["lower"]), float(r["upper"]))
 
@@ -138,8 +151,14 @@ def generate_module(payload: Mapping, asset_name: str = "robot", viscous: str = 
         if p_main:
             terms.append((f"joint_{_ident(j)}", _joint_term(asset_name, j, p_main, op or "scale")))
         terms += extra_terms
+    return terms
+
+
+def _mass_terms(payload: Mapping, asset_name: str) -> list[tuple[str, str]]:
+    """One ``randomize_rigid_body_mass`` term per link mass with a range."""
+    terms = []
     for m in payload.get("masses", []):
-        r = ranges.get(m["label"])
+        r = payload["ranges"].get(m["label"])
         if r is None:
             continue
         terms.append((f"mass_{_ident(m['link'])}", (
@@ -148,7 +167,15 @@ def generate_module(payload: Mapping, asset_name: str = "robot", viscous: str = 
             f"            \"mass_distribution_params\": ({_r(max(r['lower'], 1e-6))}, {_r(r['upper'])}),\n"
             "            \"operation\": \"abs\",\n            \"distribution\": \"uniform\",\n"
             "            \"recompute_inertia\": True,\n        },\n    )")))
+    return terms
 
+
+def _module_source(payload: Mapping, asset_name: str, physics_dt: float, act: dict,
+                   delay_steps: tuple[int, int, int], terms: list[tuple[str, str]]) -> str:
+    """The generated module's text."""
+    delay_fit, delay_lo, delay_hi = delay_steps
+    joints = list(payload["joint_names"])
+    ranges = payload["ranges"]
     doc = (f"Source: {payload.get('source')}\nCreated: {datetime.now().isoformat(timespec='seconds')}\n"
            f"Interval method: {payload.get('interval_method')} (level {payload.get('level')}); range policy: "
            f"{payload.get('range_policy')}\nrho (held-out / fit loss): {payload.get('rho')}\n"
@@ -163,7 +190,7 @@ def generate_module(payload: Mapping, asset_name: str = "robot", viscous: str = 
            f"ASSET_NAME = {asset_name!r}",
            f"PHYSICS_DT = {physics_dt!r}",
            "#: fitted values (per joint, joint order of JOINT_NAMES); delay in physics steps",
-           "FITTED = " + pprint.pformat({**{k: list(map(float, v)) for k, v in fitted.items()}, "delay_steps": delay_fit}, width=110, sort_dicts=False),
+           "FITTED = " + pprint.pformat({**{k: list(map(float, v)) for k, v in payload["fitted"].items()}, "delay_steps": delay_fit}, width=110, sort_dicts=False),
            "#: intervals: label -> (lower, upper); None = unbounded (not identifiable)",
            "INTERVALS = " + pprint.pformat({k: (v["lower"], v["upper"]) for k, v in payload["intervals"].items()}, width=110, sort_dicts=False),
            "#: randomization ranges: label -> (lower, upper) in the label's units",
@@ -178,7 +205,7 @@ def generate_module(payload: Mapping, asset_name: str = "robot", viscous: str = 
         src.append("    pass\n")
     for name, body in terms:
         src.append(f"    {name} = {body}\n")
-    return "\n".join(src), warns
+    return "\n".join(src)
 
 
 def _ident(name: str) -> str:

@@ -1,20 +1,30 @@
-"""The replay fit: parameter space, loss, CMA-ES loop, checkpoints and outputs."""
+"""The replay fit: parameter space, loss, CMA-ES loop, refinement, fit result, checkpoints and outputs.
 
+docs/architecture.md shows how the stages fit together.
+"""
+
+from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.loss import DIVERGENCE_PENALTY, LossBreakdown, LossWeights, run_loss, total_loss
-from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings, FitState, GenerationRecord
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
+from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings, CmaesState, GenerationRecord
+from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GROUPS, GroupSpec, ParamSpace
+from isaaclab_sysid.fit.result import FitResult, RefineSummary, SearchDistribution
 
 __all__ = [
     "DEFAULT_BOUNDS",
     "DIVERGENCE_PENALTY",
+    "GROUPS",
+    "BestSoFar",
     "CmaesFit",
     "CmaesSettings",
-    "FitState",
+    "CmaesState",
+    "FitResult",
     "GenerationRecord",
     "GroupSpec",
     "LossBreakdown",
     "LossWeights",
     "ParamSpace",
+    "RefineSummary",
+    "SearchDistribution",
     "run_loss",
     "total_loss",
 ]

@@ -7,7 +7,6 @@ that backend and Isaac Lab are installed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from isaaclab_sysid.robots import Robot
@@ -41,7 +40,3 @@ def make_backend(name: str, robot: Robot, options: ReplayOptions | None = None, 
         return IsaacLabBackend(robot, options, **kwargs)
     raise BackendUnavailableError(f"unknown backend '{name}' (choose from {', '.join(BACKENDS)})")
 
-
-def backend_options(opts: Mapping[str, Any] | None) -> ReplayOptions:
-    """A :class:`ReplayOptions` from a dict (unknown keys refused)."""
-    return ReplayOptions(**dict(opts or {}))

@@ -96,31 +96,3 @@ def total_loss(
     contrib = tw[:, None] * per
     return LossBreakdown(total=contrib.sum(axis=0), contrib=contrib, per_run=per, diverged=np.any(np.stack(div), axis=0))
 
-
-def residual_vectors(
-    rollouts: Sequence[RunRollout],
-    runs: Sequence[Run],
-    weights: LossWeights = LossWeights(),
-    traj_weights: Sequence[float] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Stacked weighted residuals (P, M) whose squared norm is the total loss, and divergence (P,).
-
-    Row p concatenates, run by run, sqrt(w_run w_q / (T N)) (q_sim - q_real),
-    sqrt(w_run w_dq / (T N)) (qd_sim - qd_real) and sqrt(w_run w_x / (T 3))
-    (x_sim - x_real), so ``(R**2).sum(1)`` equals :func:`total_loss` for
-    candidates that did not diverge (whose rows may hold NaN).
-    """
-    tw = run_weights(traj_weights, len(runs))
-    parts = []
-    div = None
-    for w_run, ro, run in zip(tw, rollouts, runs):
-        P = ro.q.shape[0]
-        T, N = run.q.shape
-        parts.append(np.sqrt(w_run * weights.w_q / (T * N)) * (ro.q - run.q[None]).reshape(P, -1))
-        parts.append(np.sqrt(w_run * weights.w_dq / (T * N)) * (ro.dq - run.dq[None]).reshape(P, -1))
-        parts.append(np.sqrt(w_run * weights.w_x / (T * 3)) * (ro.ee_pos - run.ee_pos[None]).reshape(P, -1))
-        d = np.asarray(ro.diverged, dtype=bool)
-        div = d if div is None else (div | d)
-    R = np.concatenate(parts, axis=1)
-    div = div | ~np.all(np.isfinite(R), axis=1)
-    return R, div

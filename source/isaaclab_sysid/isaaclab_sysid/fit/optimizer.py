@@ -7,11 +7,15 @@ the backend roll the whole population out on every run in a single call
 (candidate i in env i of every run's block), scores them with
 :func:`~isaaclab_sysid.fit.loss.total_loss` and tells the losses back.
 
+Every generation offers its best candidate to the fit's shared
+:class:`~isaaclab_sysid.fit.best.BestSoFar` record; the optimizer knows nothing
+of the stages after it.
+
 Determinism: ``cma`` samples through :class:`SeededRandn`, an RNG seeded with
-``seed`` that lives inside the strategy object. The complete optimizer state
-(the pickled ``CMAEvolutionStrategy`` with that RNG, numpy's global RNG state for
-anything else that draws from it, the best-so-far and the history) is captured by :meth:`CmaesFit.state`
-after each generation, so a run resumed from it continues bit-for-bit like an
+``seed`` that lives inside the strategy object, and nothing here touches
+numpy's global RNG. The optimizer's state (:class:`CmaesState`: the pickled
+``CMAEvolutionStrategy`` with that RNG and the history) is checkpointed after
+each generation, so a run resumed from it continues bit-for-bit like an
 uninterrupted one (given a deterministic backend).
 """
 
@@ -21,15 +25,15 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import cma
 import numpy as np
 
-from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossBreakdown, LossWeights, run_weights, total_loss
+from isaaclab_sysid.fit.best import BestSoFar
+from isaaclab_sysid.fit.loss import LossBreakdown
+from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.sim.interface import ReplayBackend
+from isaaclab_sysid.fit.result import FitResult, RefineSummary, SearchDistribution
 
 
 @dataclass(frozen=True)
@@ -74,20 +78,13 @@ class GenerationRecord:
 
 
 @dataclass
-class FitState:
-    """Everything needed to continue a fit exactly (pickled into checkpoints)."""
+class CmaesState:
+    """Everything needed to continue the CMA-ES stage exactly (pickled into checkpoints)."""
 
     es: cma.CMAEvolutionStrategy
-    rng_state: tuple
     iteration: int = 0
     evaluations: int = 0
-    best_x: np.ndarray | None = None
-    best_score: float = float("inf")
-    best_contrib: np.ndarray | None = None
-    best_diverged: bool = False
     history: list[GenerationRecord] = field(default_factory=list)
-    #: the Levenberg-Marquardt refinement after the generations (fit/refine.py), once started
-    refine: Any = None
 
 
 class SeededRandn:
@@ -126,30 +123,18 @@ def make_es(space: ParamSpace, settings: CmaesSettings) -> cma.CMAEvolutionStrat
 class CmaesFit:
     """The CMA-ES fit of a parameter space against recorded runs through one backend."""
 
-    def __init__(
-        self,
-        space: ParamSpace,
-        backend: ReplayBackend,
-        runs: Sequence[Run],
-        settings: CmaesSettings = CmaesSettings(),
-        weights: LossWeights = LossWeights(),
-        traj_weights: Sequence[float] | None = None,
-        state: FitState | None = None,
-    ) -> None:
-        self.space = space
-        self.backend = backend
-        self.runs = list(runs)
+    def __init__(self, objective: ReplayObjective, settings: CmaesSettings = CmaesSettings(),
+                 state: CmaesState | None = None, best: BestSoFar | None = None) -> None:
+        self.objective = objective
+        self.space = objective.space
+        self.runs = objective.runs
         self.settings = settings
-        self.weights = weights
-        self.traj_weights = run_weights(traj_weights, len(self.runs))
-        if state is None:
-            es = make_es(space, settings)
-            state = FitState(es=es, rng_state=np.random.RandomState(int(settings.seed)).get_state())
-        self.state = state
+        self.state = state if state is not None else CmaesState(es=make_es(self.space, settings))
+        self.best = best if best is not None else BestSoFar()
 
     @property
     def run_names(self) -> list[str]:
-        return [r.name for r in self.runs]
+        return self.objective.run_names
 
     @property
     def done(self) -> bool:
@@ -157,38 +142,28 @@ class CmaesFit:
 
     def evaluate(self, X: np.ndarray) -> LossBreakdown:
         """Roll out P normalized candidates (P, D) on every run in one backend call and score them."""
-        batch = self.space.to_batch(X)
-        rollouts = self.backend.rollout(batch, self.runs)
-        return total_loss(rollouts, self.runs, self.weights, self.traj_weights)
+        return self.objective.loss(X)
 
     def step(self) -> GenerationRecord:
         """One generation: ask, one batched rollout, tell; updates the best-so-far."""
         st = self.state
         t0 = time.perf_counter()
-        np.random.set_state(st.rng_state)
-        X = np.asarray(st.es.ask(), dtype=float)
-        st.rng_state = np.random.get_state()
-        X = np.clip(X, 0.0, 1.0)
+        X = np.clip(np.asarray(st.es.ask(), dtype=float), 0.0, 1.0)
         lb = self.evaluate(X)
         f = lb.total
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             st.es.tell(list(X), f.tolist())
         i = int(np.argmin(f))
-        if f[i] < st.best_score:
-            st.best_score = float(f[i])
-            st.best_x = X[i].copy()
-            st.best_contrib = lb.contrib[:, i].copy()
-            st.best_diverged = bool(lb.diverged[i])
+        self.best.offer(X[i], float(f[i]), lb.contrib[:, i], bool(lb.diverged[i]), "cmaes")
         st.iteration += 1
         st.evaluations += len(X)
-        st.rng_state = np.random.get_state()
         rec = GenerationRecord(
             iteration=st.iteration,
             evaluations=st.evaluations,
             best=float(f[i]),
             median=float(np.median(f)),
-            best_ever=st.best_score,
+            best_ever=self.best.score,
             sigma=float(st.es.sigma),
             n_diverged=int(lb.diverged.sum()),
             popsize=len(X),
@@ -198,16 +173,7 @@ class CmaesFit:
         st.history.append(rec)
         return rec
 
-    def adopt(self, x: np.ndarray, score: float, contrib: np.ndarray) -> None:
-        """Take ``x`` as the best parameters when it scores lower (used by the refinement)."""
-        st = self.state
-        if score < st.best_score:
-            st.best_x = np.asarray(x, dtype=float).copy()
-            st.best_score = float(score)
-            st.best_contrib = np.asarray(contrib, dtype=float).copy()
-            st.best_diverged = False
-
-    def run(self, on_generation: Callable[[GenerationRecord, "CmaesFit"], None] | None = None) -> FitState:
+    def run(self, on_generation: Callable[[GenerationRecord, "CmaesFit"], None] | None = None) -> CmaesState:
         """Run generations until ``max_iter``; ``on_generation`` is called after each."""
         while not self.done:
             rec = self.step()
@@ -215,45 +181,22 @@ class CmaesFit:
                 on_generation(rec, self)
         return self.state
 
-    # ---------------------------------------------------------- results
-    def covariance(self) -> dict:
-        """The final search distribution in the normalized space: mean, sigma, C (sigma^2 C is the covariance)."""
+    def search_distribution(self) -> SearchDistribution:
+        """The current search distribution in the normalized space (sigma^2 C is its covariance)."""
         es = self.state.es
-        C = np.asarray(es.sm.C, dtype=float)
-        return {
-            "mean": [float(v) for v in es.mean],
-            "sigma": float(es.sigma),
-            "C": C.tolist(),
-            "note": "normalized space [0,1]^D; covariance of the search distribution = sigma^2 * C",
-        }
+        return SearchDistribution(np.asarray(es.mean, dtype=float).copy(), float(es.sigma), np.asarray(es.sm.C, dtype=float).copy())
 
-    def result(self) -> dict:
-        """The ``sysid_best_params.json`` content (deterministic: no wall times)."""
-        st = self.state
-        if st.best_x is None:
+    def result(self, refine: RefineSummary | None = None) -> FitResult:
+        """The fit result from the shared best-so-far record, this search's counts and ``refine``'s summary."""
+        b = self.best
+        if b.x is None:
             raise RuntimeError("no generation has run yet")
-        dec = self.space.decode(st.best_x)
-        contrib = st.best_contrib if st.best_contrib is not None else np.zeros(len(self.runs))
-        tw = self.traj_weights
-        return {
-            "best_score": st.best_score,
-            "best_params": [float(v) for v in st.best_x],
-            "best_params_decoded": self.space.decoded_to_json(dec),
-            "loss_per_run": {n: float(c / w) if w else 0.0 for n, c, w in zip(self.run_names, contrib, tw)},
-            "weighted_loss_per_run": {n: float(c) for n, c in zip(self.run_names, contrib)},
-            "traj_weights": [float(w) for w in tw],
-            "loss_weights": asdict(self.weights),
-            "best_diverged": st.best_diverged,
-            "iterations": st.iteration,
-            "evaluations": st.evaluations,
-            "seed": self.settings.seed,
-            "popsize": self.settings.popsize,
-            "backend": getattr(self.backend, "name", type(self.backend).__name__),
-            "param_space": self.space.describe(),
-            "cma": self.covariance(),
-            "refine": None if st.refine is None else {
-                "iterations": st.refine.iteration,
-                "tracks": [{"delay": t.delay, "loss": t.loss} for t in st.refine.tracks],
-                "note": "Levenberg-Marquardt on the replay residuals after CMA-ES (docs/fit.md)",
-            },
-        }
+        contrib = b.contrib if b.contrib is not None else np.zeros(len(self.runs))
+        return FitResult.from_search(
+            self.space, b.x, b.score, run_names=self.run_names, weighted_loss=np.asarray(contrib, dtype=float),
+            traj_weights=np.asarray(self.objective.traj_weights, dtype=float).copy(), loss_weights=self.objective.weights,
+            best_diverged=b.diverged,
+            iterations=self.state.iteration, evaluations=self.state.evaluations, seed=self.settings.seed,
+            popsize=self.settings.popsize, backend=getattr(self.objective.backend, "name", type(self.objective.backend).__name__),
+            search=self.search_distribution(), refine=refine,
+        )

@@ -1,4 +1,4 @@
-"""Fit outputs, all written atomically: config.json, progress.csv, sysid_best_params.json."""
+"""Fit outputs, all written atomically: config.json and progress.csv (sysid_best_params.json: fit/result.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from isaaclab_sysid.utils.json_io import jsonable
 
 CONFIG_FILE = "config.json"
 PROGRESS_FILE = "progress.csv"
-RESULT_FILE = "sysid_best_params.json"
 _PACKAGES = ("isaaclab_sysid", "numpy", "cma", "mujoco", "pin", "pandas", "tyro", "matplotlib", "isaaclab", "wandb")
 
 
@@ -95,8 +94,3 @@ def write_progress(run_dir: str | Path, history: Sequence[GenerationRecord], run
     atomic_write_text(path, buf.getvalue())
     return path
 
-
-def write_result(run_dir: str | Path, result: Mapping[str, Any]) -> Path:
-    path = Path(run_dir) / RESULT_FILE
-    atomic_write_json(path, jsonable(dict(result)))
-    return path

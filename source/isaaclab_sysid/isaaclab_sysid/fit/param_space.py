@@ -6,6 +6,12 @@ mu_static, dynamic_ratio) take N entries, the actuator delay takes one entry.
 Continuous groups decode linearly, ``v = lo + x (hi - lo)``. The delay decodes to
 an integer: [0, 1] is cut into ``hi - lo + 1`` equal bins, one per tick count, so
 every delay has the same share of the search space.
+
+This module is the one place that knows the groups (:data:`GROUPS`: unit,
+default bounds, per joint or per arm, key in ``sysid_best_params.json``, nominal
+value and the sliding-regime start), the delay's encoding
+(:meth:`ParamSpace.delay_coord`), the labels (``armature[panda_joint3]``) and
+which entries are continuous. Every other module asks a :class:`ParamSpace`.
 """
 
 from __future__ import annotations
@@ -17,47 +23,61 @@ import numpy as np
 
 from isaaclab_sysid.sim.interface import PARAM_GROUPS, CandidateBatch
 
-#: Default bounds per group (units: armature kg m^2, friction/mu_static N m,
-#: viscous N m s/rad, delay ticks of 1 ms, dynamic_ratio dimensionless).
-DEFAULT_BOUNDS: dict[str, tuple[float, float]] = {
-    "armature": (0.0, 0.5),
-    "friction": (0.0, 5.0),
-    "viscous": (0.0, 5.0),
-    "delay": (0.0, 4.0),
-    "mu_static": (0.0, 5.0),
-    "dynamic_ratio": (0.0, 1.0),
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """What the product knows about one parameter group.
+
+    Attributes:
+        name: group name (a :class:`~isaaclab_sysid.sim.interface.CandidateBatch` field).
+        unit: physical unit of the decoded value.
+        default_bounds: the fit's default search bounds (decoded units).
+        per_joint: one value per joint (else one per arm).
+        result_key: key in ``best_params_decoded`` (the Franka tooling's layout).
+        nominal: the model's nominal value (robot configs carry no joint terms).
+        low_start: the ``--x0 low`` start as a fraction of the bounds (sliding regime).
+        what: one-line description for reports and ``--help``.
+    """
+
+    name: str
+    unit: str
+    default_bounds: tuple[float, float]
+    per_joint: bool
+    result_key: str
+    nominal: float
+    low_start: float
+    what: str
+
+
+#: Every group the replay fit knows, in the vector's canonical order (:data:`PARAM_GROUPS`).
+GROUPS: dict[str, GroupInfo] = {
+    g.name: g
+    for g in (
+        GroupInfo("armature", "kg m^2", (0.0, 0.5), True, "armature", 0.0, 0.2, "reflected rotor inertia"),
+        GroupInfo("friction", "N m", (0.0, 5.0), True, "friction", 0.0, 0.05, "Coulomb friction torque"),
+        GroupInfo("viscous", "N m s/rad", (0.0, 5.0), True, "viscous", 0.0, 0.05, "viscous friction"),
+        GroupInfo("delay", "ticks (1 ms)", (0.0, 4.0), False, "motor_delay_steps", 0.0, 0.5, "actuator delay"),
+        GroupInfo("mu_static", "N m", (0.0, 5.0), True, "mu_static", 0.0, 0.05, "static friction (PhysX-style)"),
+        GroupInfo("dynamic_ratio", "-", (0.0, 1.0), True, "dynamic_ratio", 1.0, 0.5, "dynamic/static friction ratio"),
+    )
 }
-#: Units of each group, for reports and --help.
-UNITS: dict[str, str] = {
-    "armature": "kg m^2",
-    "friction": "N m",
-    "viscous": "N m s/rad",
-    "delay": "ticks (1 ms)",
-    "mu_static": "N m",
-    "dynamic_ratio": "-",
-}
-#: Name of each group in ``sysid_best_params.json`` (``best_params_decoded``).
-RESULT_KEYS: dict[str, str] = {
-    "armature": "armature",
-    "friction": "friction",
-    "viscous": "viscous",
-    "delay": "motor_delay_steps",
-    "mu_static": "mu_static",
-    "dynamic_ratio": "dynamic_ratio",
-}
+assert tuple(GROUPS) == PARAM_GROUPS, "GROUPS must list the backend contract's groups in order"
+
+#: Default bounds per group (a view of :data:`GROUPS`).
+DEFAULT_BOUNDS: dict[str, tuple[float, float]] = {k: g.default_bounds for k, g in GROUPS.items()}
 
 
 @dataclass(frozen=True)
 class GroupSpec:
-    """One fitted group: its name, bounds and width in the normalized vector."""
+    """One fitted group: its name and bounds (decoded units)."""
 
     name: str
     lower: float
     upper: float
 
     def __post_init__(self) -> None:
-        if self.name not in PARAM_GROUPS:
-            raise ValueError(f"unknown parameter group '{self.name}' (known: {', '.join(PARAM_GROUPS)})")
+        if self.name not in GROUPS:
+            raise ValueError(f"unknown parameter group '{self.name}' (known: {', '.join(GROUPS)})")
         if not (np.isfinite(self.lower) and np.isfinite(self.upper)) or self.upper <= self.lower:
             raise ValueError(f"group '{self.name}': bounds must be finite with lower < upper, got [{self.lower}, {self.upper}]")
         if self.name == "delay":
@@ -65,13 +85,30 @@ class GroupSpec:
                 raise ValueError(f"delay bounds must be non-negative integers (ticks), got [{self.lower}, {self.upper}]")
 
     @property
+    def info(self) -> GroupInfo:
+        return GROUPS[self.name]
+
+    @property
     def per_joint(self) -> bool:
-        return self.name != "delay"
+        return self.info.per_joint
+
+    @property
+    def unit(self) -> str:
+        return self.info.unit
 
     @property
     def n_levels(self) -> int:
         """Number of integer delays (delay group only)."""
         return int(self.upper) - int(self.lower) + 1
+
+
+@dataclass(frozen=True)
+class EntryLabel:
+    """One entry of the normalized vector: its label, group and joint (None for per-arm groups)."""
+
+    label: str
+    group: str
+    joint: str | None
 
 
 class ParamSpace:
@@ -80,18 +117,11 @@ class ParamSpace:
     Args:
         groups: the fitted groups, in order (their order fixes the vector layout).
         n_dof: number of joints N.
-        joint_names: names used for labels (default ``j1..jN``).
-        fixed: values for groups *not* fitted that should still be sent to the
-            backend (e.g. a known delay); decoded units, per-joint arrays or a scalar delay.
+        joint_names: the robot's joint names, used in labels (default ``j1..jN`` for
+            stand-alone use; the fit always passes ``robot.joint_names``).
     """
 
-    def __init__(
-        self,
-        groups: Sequence[GroupSpec],
-        n_dof: int,
-        joint_names: Sequence[str] | None = None,
-        fixed: Mapping[str, np.ndarray | float | int] | None = None,
-    ) -> None:
+    def __init__(self, groups: Sequence[GroupSpec], n_dof: int, joint_names: Sequence[str] | None = None) -> None:
         names = [g.name for g in groups]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate parameter group in {names}")
@@ -100,10 +130,8 @@ class ParamSpace:
         self.groups = tuple(groups)
         self.n_dof = int(n_dof)
         self.joint_names = tuple(joint_names) if joint_names is not None else tuple(f"j{i + 1}" for i in range(n_dof))
-        self.fixed = {k: np.asarray(v) for k, v in (fixed or {}).items()}
-        for k in self.fixed:
-            if k in names:
-                raise ValueError(f"group '{k}' is both fitted and fixed")
+        if len(self.joint_names) != self.n_dof:
+            raise ValueError(f"{len(self.joint_names)} joint names for {self.n_dof} joints")
         self._slices: dict[str, slice] = {}
         i = 0
         for g in self.groups:
@@ -113,10 +141,11 @@ class ParamSpace:
         self.dim = i
 
     @classmethod
-    def from_bounds(cls, bounds: Mapping[str, tuple[float, float]], n_dof: int, **kw) -> "ParamSpace":
-        """Build from ``{group: (lower, upper)}`` (order follows :data:`PARAM_GROUPS`)."""
-        groups = [GroupSpec(g, float(bounds[g][0]), float(bounds[g][1])) for g in PARAM_GROUPS if g in bounds]
-        return cls(groups, n_dof, **kw)
+    def from_bounds(cls, bounds: Mapping[str, tuple[float, float]], n_dof: int,
+                    joint_names: Sequence[str] | None = None) -> "ParamSpace":
+        """Build from ``{group: (lower, upper)}`` (order follows :data:`GROUPS`)."""
+        groups = [GroupSpec(g, float(bounds[g][0]), float(bounds[g][1])) for g in GROUPS if g in bounds]
+        return cls(groups, n_dof, joint_names)
 
     # ------------------------------------------------------------ facts
     @property
@@ -132,28 +161,68 @@ class ParamSpace:
     def slice(self, name: str) -> slice:
         return self._slices[name]
 
-    def labels(self) -> list[str]:
-        """One label per entry of the normalized vector, e.g. ``armature[j3]``, ``delay``."""
-        out: list[str] = []
+    def entries(self) -> list[EntryLabel]:
+        """One :class:`EntryLabel` per entry of the normalized vector, in vector order."""
+        out: list[EntryLabel] = []
         for g in self.groups:
             if g.per_joint:
-                out += [f"{g.name}[{j}]" for j in self.joint_names]
+                out += [EntryLabel(f"{g.name}[{j}]", g.name, j) for j in self.joint_names]
             else:
-                out.append(g.name)
+                out.append(EntryLabel(g.name, g.name, None))
         return out
 
+    def labels(self) -> list[str]:
+        """One label per entry of the normalized vector, e.g. ``armature[panda_joint3]``, ``delay``."""
+        return [e.label for e in self.entries()]
+
+    @property
+    def delay_index(self) -> int | None:
+        """Index of the delay entry in the vector (None when the delay is not fitted)."""
+        return self._slices["delay"].start if "delay" in self._slices else None
+
+    def continuous_index(self) -> np.ndarray:
+        """Indices of the continuous entries (every entry except the integer delay), ascending."""
+        return np.array([i for i in range(self.dim) if i != self.delay_index], dtype=int)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """(D,) lower and (D,) upper bound of every entry (decoded units)."""
+        lo, hi = np.empty(self.dim), np.empty(self.dim)
+        for g in self.groups:
+            lo[self._slices[g.name]] = g.lower
+            hi[self._slices[g.name]] = g.upper
+        return lo, hi
+
+    def widths(self) -> np.ndarray:
+        """(D,) decoded width of each entry's bounds (hi - lo)."""
+        w = np.empty(self.dim)
+        for g in self.groups:
+            w[self._slices[g.name]] = g.upper - g.lower
+        return w
+
     def describe(self) -> dict:
-        """JSON-able description (group order, bounds, units)."""
+        """JSON-able description (group order, bounds, units, joint names); :meth:`from_description` reads it."""
         return {
             "dim": self.dim,
             "n_dof": self.n_dof,
+            "joint_names": list(self.joint_names),
             "groups": [
-                {"name": g.name, "lower": g.lower, "upper": g.upper, "unit": UNITS[g.name], "per_joint": g.per_joint}
+                {"name": g.name, "lower": g.lower, "upper": g.upper, "unit": g.unit, "per_joint": g.per_joint}
                 for g in self.groups
             ],
             "labels": self.labels(),
-            "fixed": {k: v.tolist() for k, v in self.fixed.items()},
         }
+
+    @classmethod
+    def from_description(cls, d: Mapping, joint_names: Sequence[str] | None = None) -> "ParamSpace":
+        """The space a :meth:`describe` dict records.
+
+        Files written before joint names were recorded need ``joint_names`` (from the
+        robot config); without either, a ``ValueError`` says so (no name is invented).
+        """
+        names = d.get("joint_names") or joint_names
+        if names is None:
+            raise ValueError("the parameter space records no joint names; give the robot config's joint names")
+        return cls([GroupSpec(g["name"], float(g["lower"]), float(g["upper"])) for g in d["groups"]], int(d["n_dof"]), names)
 
     # ------------------------------------------------------- transforms
     def decode(self, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -178,6 +247,30 @@ class ParamSpace:
             out = {k: v[0] for k, v in out.items()}
         return out
 
+    def decoded_vector(self, x: np.ndarray) -> np.ndarray:
+        """(D,) decoded values of one normalized vector, in label order."""
+        dec = self.decode(np.asarray(x, dtype=float))
+        v = np.empty(self.dim)
+        for g in self.groups:
+            v[self._slices[g.name]] = np.asarray(dec[g.name], dtype=float).ravel()
+        return v
+
+    def delay_coord(self, delay: int) -> float:
+        """The normalized coordinate of an integer delay [ticks]: the centre of its bin."""
+        g = self.group("delay")
+        return (delay - g.lower + 0.5) / g.n_levels
+
+    def with_delay(self, x: np.ndarray, delay: int | None) -> np.ndarray:
+        """A copy of ``x`` clipped to [0, 1] with its delay entry set to ``delay`` (None: unchanged)."""
+        x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0).copy()
+        if delay is not None:
+            x[self.delay_index] = self.delay_coord(delay)
+        return x
+
+    def delay_of(self, x: np.ndarray) -> int | None:
+        """The integer delay [ticks] of one normalized vector (None when the delay is not fitted)."""
+        return int(self.decode(x)["delay"]) if self.delay_index is not None else None
+
     def normalize(self, values: Mapping[str, np.ndarray | float | int]) -> np.ndarray:
         """The (D,) normalized vector of one decoded parameter set (clipped to the bounds).
 
@@ -191,43 +284,40 @@ class ParamSpace:
                 x[self._slices[g.name]] = np.clip((v - g.lower) / (g.upper - g.lower), 0.0, 1.0)
             else:
                 d = int(np.clip(round(float(v)), g.lower, g.upper))
-                x[self._slices[g.name]] = (d - g.lower + 0.5) / g.n_levels
+                x[self._slices[g.name]] = self.delay_coord(d)
+        return x
+
+    def low_start(self) -> np.ndarray:
+        """The ``--x0 low`` start (D,): each group at its :attr:`GroupInfo.low_start` fraction (sliding regime)."""
+        x = np.empty(self.dim)
+        for g in self.groups:
+            x[self._slices[g.name]] = g.info.low_start
         return x
 
     def nominal_values(self) -> dict[str, np.ndarray]:
-        """The model's nominal joint properties: no armature, friction, viscous damping or delay.
+        """The model's nominal joint properties (:attr:`GroupInfo.nominal`), clipped into the bounds.
 
-        (The robot configs carry none; values are clipped into the bounds.)
-        A ``dynamic_ratio`` nominal is 1 (dynamic friction = static friction).
+        No armature, friction, viscous damping or delay; a ``dynamic_ratio`` nominal is 1
+        (dynamic friction = static friction).
         """
         out: dict[str, np.ndarray] = {}
         for g in self.groups:
             if g.per_joint:
-                nom = 1.0 if g.name == "dynamic_ratio" else 0.0
-                out[g.name] = np.full(self.n_dof, np.clip(nom, g.lower, g.upper))
+                out[g.name] = np.full(self.n_dof, np.clip(g.info.nominal, g.lower, g.upper))
             else:
                 out[g.name] = np.int64(int(g.lower))
         return out
 
     def to_batch(self, X: np.ndarray) -> CandidateBatch:
-        """The :class:`CandidateBatch` of P normalized vectors (P, D), plus the fixed groups."""
+        """The :class:`CandidateBatch` of P normalized vectors (P, D)."""
         X = np.atleast_2d(np.asarray(X, dtype=float))
-        dec = self.decode(X)
-        return self.batch_from_decoded(dec, X.shape[0])
+        return self.batch_from_decoded(self.decode(X), X.shape[0])
 
     def batch_from_decoded(self, dec: Mapping[str, np.ndarray], P: int | None = None) -> CandidateBatch:
-        """A batch from decoded values ((P, N) per joint, (P,) delay); fixed groups are broadcast."""
+        """A batch from decoded values ((P, N) per joint, (P,) delay)."""
         if P is None:
-            first = next(iter(dec.values()))
-            P = int(np.shape(first)[0])
-        kw: dict[str, np.ndarray] = {}
-        for name, val in dec.items():
-            kw[name] = np.asarray(val)
-        for name, val in self.fixed.items():
-            if name == "delay":
-                kw[name] = np.full(P, int(val), dtype=np.int64)
-            else:
-                kw[name] = np.broadcast_to(np.asarray(val, dtype=float), (P, self.n_dof)).copy()
+            P = int(np.shape(next(iter(dec.values())))[0])
+        kw: dict[str, np.ndarray] = {name: np.asarray(val) for name, val in dec.items()}
         if "delay" in kw:
             kw["delay"] = np.asarray(kw["delay"], dtype=np.int64).reshape(P)
         return CandidateBatch(**kw)
@@ -237,9 +327,7 @@ class ParamSpace:
         out: dict = {}
         for g in self.groups:
             v = dec[g.name]
-            out[RESULT_KEYS[g.name]] = int(v) if not g.per_joint else [float(a) for a in np.asarray(v).ravel()]
-        for name, v in self.fixed.items():
-            out[RESULT_KEYS[name]] = int(v) if name == "delay" else [float(a) for a in np.broadcast_to(v, (self.n_dof,))]
+            out[g.info.result_key] = int(v) if not g.per_joint else [float(a) for a in np.asarray(v).ravel()]
         return out
 
     def decoded_from_json(self, d: Mapping) -> dict[str, np.ndarray]:
@@ -247,7 +335,7 @@ class ParamSpace:
         nom = self.nominal_values()
         out: dict[str, np.ndarray] = {}
         for g in self.groups:
-            key = RESULT_KEYS[g.name]
+            key = g.info.result_key
             if key not in d:
                 out[g.name] = nom[g.name]
             elif g.per_joint:
@@ -255,3 +343,17 @@ class ParamSpace:
             else:
                 out[g.name] = np.int64(int(d[key]))
         return out
+
+    def restricted_to(self, decoded_json: Mapping) -> "ParamSpace":
+        """The space whose groups are exactly those present in a ``best_params_decoded`` dict.
+
+        Bounds come from this space where it has the group, else from :data:`GROUPS`.
+        """
+        groups = []
+        for name, info in GROUPS.items():
+            if info.result_key in decoded_json:
+                try:
+                    groups.append(self.group(name))
+                except KeyError:
+                    groups.append(GroupSpec(name, *info.default_bounds))
+        return ParamSpace(groups, self.n_dof, self.joint_names)

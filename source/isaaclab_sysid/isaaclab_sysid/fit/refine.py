@@ -3,7 +3,7 @@
 CMA-ES finds the basin of the optimum but converges slowly inside it (22
 parameters need thousands of evaluations to reach the noise floor). Near the
 optimum the replay loss is a smooth sum of squares, so Levenberg-Marquardt on
-the stacked residuals (:func:`~isaaclab_sysid.fit.loss.residual_vectors`)
+the stacked residuals (:mod:`~isaaclab_sysid.fit.residuals`)
 converges in a handful of iterations.
 
 Each iteration costs two batched rollouts, like two CMA-ES generations (at most
@@ -34,15 +34,16 @@ dataclass that checkpoints pickle, so a resumed refinement repeats exactly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossBreakdown, LossWeights, residual_vectors, run_weights, total_loss
-from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.sim.interface import ReplayBackend
+from isaaclab_sysid.fit.best import BestSoFar
+from isaaclab_sysid.fit.jacobian import stencil
+from isaaclab_sysid.fit.loss import LossBreakdown
+from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.fit.result import RefineSummary
 
 #: Damping multipliers tried in one batch every iteration.
 LAMBDA_FACTORS = (0.1, 1.0, 10.0)
@@ -103,41 +104,32 @@ class RefineState:
     def best(self) -> RefineTrack:
         return min(self.tracks, key=lambda t: t.loss)
 
+    def summary(self) -> RefineSummary:
+        """What the refinement did, for the fit result."""
+        return RefineSummary(self.iteration, [(t.delay, t.loss) for t in self.tracks])
+
 
 class LMRefiner:
-    """Projected Levenberg-Marquardt over the continuous groups of a parameter space."""
+    """Projected Levenberg-Marquardt over the continuous groups of a parameter space.
 
-    def __init__(
-        self,
-        space: ParamSpace,
-        backend: ReplayBackend,
-        runs: Sequence[Run],
-        settings: RefineSettings = RefineSettings(),
-        weights: LossWeights = LossWeights(),
-        traj_weights: Sequence[float] | None = None,
-    ) -> None:
-        self.space = space
-        self.backend = backend
-        self.runs = list(runs)
+    Every iteration offers its best track to ``best`` (the fit's shared best-so-far record).
+    """
+
+    def __init__(self, objective: ReplayObjective, settings: RefineSettings = RefineSettings(),
+                 best: BestSoFar | None = None) -> None:
+        self.objective = objective
+        self.space = objective.space
         self.settings = settings
-        self.weights = weights
-        self.traj_weights = run_weights(traj_weights, len(self.runs))
-        self.delay_idx = space.slice("delay").start if "delay" in space.group_names else None
-        self.cont = np.array([i for i in range(space.dim) if i != self.delay_idx], dtype=int)
+        self.best = best if best is not None else BestSoFar()
+        self.delay_idx = self.space.delay_index
+        self.cont = self.space.continuous_index()
 
     # ------------------------------------------------------------ pieces
     def _evaluate(self, X: np.ndarray) -> tuple[np.ndarray, LossBreakdown]:
-        rollouts = self.backend.rollout(self.space.to_batch(X), self.runs)
-        R, _ = residual_vectors(rollouts, self.runs, self.weights, self.traj_weights)
-        lb = total_loss(rollouts, self.runs, self.weights, self.traj_weights)
-        return R, lb
+        return self.objective.residuals(X)
 
     def _track_at(self, x: np.ndarray, delay: int | None) -> np.ndarray:
-        x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0).copy()
-        if delay is not None:
-            g = self.space.group("delay")
-            x[self.delay_idx] = (delay - g.lower + 0.5) / g.n_levels
-        return x
+        return self.space.with_delay(x, delay)
 
     def _new_tracks(self, starts: list[np.ndarray], delays: list[int | None]) -> list[RefineTrack]:
         _, lb = self._evaluate(np.array(starts))
@@ -157,12 +149,19 @@ class LMRefiner:
         """
         starts, delays = [], []
         for x in [x_best, *extra_starts]:
-            d = int(self.space.decode(x)["delay"]) if self.delay_idx is not None else None
+            d = self.space.delay_of(x)
             xt = self._track_at(x, d)
             if not any(np.array_equal(xt, s) for s in starts):
                 starts.append(xt)
                 delays.append(d)
-        return RefineState(tracks=self._new_tracks(starts, delays))
+        state = RefineState(tracks=self._new_tracks(starts, delays))
+        self._report(state)
+        return state
+
+    def _report(self, state: RefineState) -> None:
+        """Offer the best track to the shared best-so-far record."""
+        b = state.best()
+        self.best.offer(b.x, b.loss, b.contrib, False, "refine")
 
     def _other_delays(self, d0: int) -> list[int]:
         g = self.space.group("delay")
@@ -188,24 +187,17 @@ class LMRefiner:
         active = [t for t in state.tracks if t.active]
         n_c = len(self.cont)
         # 1. Jacobians: base point + one forward difference per continuous coordinate, per track
-        X, steps = [], []
-        for t in active:
-            hs = np.where(t.x[self.cont] + s.h <= 1.0, s.h, -s.h)
-            Xt = np.repeat(t.x[None], n_c + 1, axis=0)
-            Xt[1 + np.arange(n_c), self.cont] += hs
-            X.append(Xt)
-            steps.append(hs)
-        R, lb = self._evaluate(np.concatenate(X))
+        stencils = [stencil(t.x, self.cont, s.h, "forward") for t in active]
+        R, lb = self._evaluate(np.concatenate([st.X for st in stencils]))
         trials, owners, lams = [], [], []
         for k, t in enumerate(active):
-            Rk = R[k * (n_c + 1) : (k + 1) * (n_c + 1)]
-            divk = lb.diverged[k * (n_c + 1) : (k + 1) * (n_c + 1)]
-            if divk[0]:
+            off = k * (n_c + 1)
+            if lb.diverged[off]:
                 t.active = False
                 continue
-            r0 = Rk[0]
-            J = (Rk[1:] - r0).T / steps[k]
-            J[:, divk[1:]] = 0.0  # a diverged difference says nothing: treat as unobservable
+            r0 = R[off]
+            # a diverged difference says nothing: its column is zero (treated as unobservable)
+            J, _ = stencils[k].jacobian(R, lb.diverged, on_diverged="zero", offset=off)
             g = J.T @ r0
             A = J.T @ J
             dA = np.diag(A).copy()
@@ -255,7 +247,16 @@ class LMRefiner:
         record["best"] = state.best().loss
         state.history.append(record)
         self._maybe_next_phase(state)
+        self._report(state)
         return record
+
+    def run(self, state: RefineState, on_iteration: Callable[[dict, RefineState], None] | None = None) -> RefineState:
+        """Iterate until every track is done; ``on_iteration`` is called after each iteration."""
+        while not state.done:
+            rec = self.step(state)
+            if on_iteration is not None:
+                on_iteration(rec, state)
+        return state
 
 
 def refine_line(record: dict, max_iter: int) -> str:
@@ -267,23 +268,11 @@ def refine_line(record: dict, max_iter: int) -> str:
     return f"[refine {record['iteration']:2d}, phase {record.get('phase', 1)}, <= {max_iter}/phase] best {record['best']:.4e} | {tracks} | {record['evaluations']} rollouts"
 
 
-def refine_point(
-    backend: ReplayBackend,
-    space: ParamSpace,
-    runs: Sequence[Run],
-    x0: np.ndarray,
-    weights: LossWeights = LossWeights(),
-    traj_weights: Sequence[float] | None = None,
-    max_iter: int = 10,
-    delay_neighbours: int | None = 0,
-) -> np.ndarray:
+def refine_point(objective: ReplayObjective, x0: np.ndarray, max_iter: int = 10,
+                 delay_neighbours: int | None = 0) -> np.ndarray:
     """Refine ``x0`` (normalized, (D,)) to the local least-squares minimum; returns the best point.
 
     With ``delay_neighbours=0`` the delay of ``x0`` is kept; ``None`` tries every delay.
     """
-    ref = LMRefiner(space, backend, runs, RefineSettings(max_iter=max_iter, delay_neighbours=delay_neighbours),
-                    weights, traj_weights)
-    state = ref.start(x0)
-    while not state.done:
-        ref.step(state)
-    return state.best().x
+    ref = LMRefiner(objective, RefineSettings(max_iter=max_iter, delay_neighbours=delay_neighbours))
+    return ref.run(ref.start(x0)).best().x

@@ -26,13 +26,13 @@ import math
 
 import numpy as np
 
-from isaaclab_sysid.intervals.common import IntervalSet, gaussian_intervals, widths, z_of
-from isaaclab_sysid.intervals.curvature import Sensitivity, _ordered, integrated_autocorr_time, pinv_normalized
+from isaaclab_sysid.intervals.common import IntervalSet, gaussian_intervals, order_intervals, z_of
+from isaaclab_sysid.intervals.curvature import Sensitivity, integrated_autocorr_time, pinv_normalized
 
 
 def per_run_intervals(sens: Sensitivity, level: float = 0.95, rtol: float = 1e-9) -> IntervalSet:
     """Spread of the one-step per-run optima (see module docstring)."""
-    W = widths(sens.space)[sens.cont]
+    W = sens.space.widths()[sens.cont]
     thetas, warns = [], []
     for name, J, r in zip(sens.run_names, sens.J, sens.r):
         H = np.einsum("tcp,tcq->pq", J, J)
@@ -59,7 +59,7 @@ def per_run_intervals(sens: Sensitivity, level: float = 0.95, rtol: float = 1e-9
     ivs, w2 = gaussian_intervals(sens.space, sens.value, cov, sens.cont, level, "per_run")
     diag = {"n_runs": R, "per_run_values": {n: t.tolist() for n, t in zip(sens.run_names, T)},
             "note": "one Gauss-Newton step per run from the joint optimum; spread / sqrt(R)"}
-    return IntervalSet("per_run", level, _ordered(sens.space, ivs, None), warns + w2, diag, cov, list(sens.labels))
+    return IntervalSet("per_run", level, order_intervals(sens.space, ivs), warns + w2, diag, cov, list(sens.labels))
 
 
 def block_bootstrap_intervals(
@@ -71,7 +71,7 @@ def block_bootstrap_intervals(
     rtol: float = 1e-9,
 ) -> IntervalSet:
     """Circular moving-block bootstrap of the score contributions (see module docstring)."""
-    W = widths(sens.space)[sens.cont]
+    W = sens.space.widths()[sens.cont]
     pi = pinv_normalized(sens.hessian(), W, rtol)
     tau = integrated_autocorr_time(sens.r)
     scores = [np.nan_to_num(s) for s in sens.scores()]
@@ -104,4 +104,4 @@ def block_bootstrap_intervals(
             iv.upper = float(min(qhi[k], hi_b)) if np.isfinite(hi_b) else float(qhi[k])
             iv.lower, iv.upper = min(iv.lower, iv.value), max(iv.upper, iv.value)
     diag = {"n_boot": n_boot, "block_samples": L, "autocorr_time_samples": tau, "seed": seed}
-    return IntervalSet("bootstrap", level, _ordered(sens.space, ivs, None), warns, diag, cov, list(sens.labels))
+    return IntervalSet("bootstrap", level, order_intervals(sens.space, ivs), warns, diag, cov, list(sens.labels))

@@ -13,25 +13,21 @@ reported from the same formula, rounded outward to whole ticks.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-
 import numpy as np
 
-from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.intervals.common import Interval, IntervalSet, continuous_index, decoded_vector, gaussian_intervals, widths, z_of
-from isaaclab_sysid.intervals.curvature import _ordered
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.intervals.common import Interval, IntervalSet, gaussian_intervals, order_intervals, z_of
 
 
-def cma_intervals(space: ParamSpace, result: Mapping, level: float = 0.95) -> IntervalSet:
-    """Intervals from ``result["cma"]`` (mean, sigma, C) centred on ``result["best_params"]``."""
-    cma = result.get("cma")
-    x0 = np.asarray(result["best_params"], dtype=float)
-    value = decoded_vector(space, x0)
-    cont = continuous_index(space)
-    if not cma or "C" not in cma:
+def cma_intervals(result: FitResult, level: float = 0.95) -> IntervalSet:
+    """Intervals from the result's CMA-ES search distribution, centred on its best parameters."""
+    space = result.space
+    value = space.decoded_vector(result.best_x)
+    cont = space.continuous_index()
+    if result.search is None:
         return IntervalSet("cma", level, [], ["cma: the fit result has no CMA-ES covariance"], {})
-    C = np.asarray(cma["C"], dtype=float) * float(cma["sigma"]) ** 2
-    W = widths(space)
+    C = result.search.covariance()
+    W = space.widths()
     covd = C * np.outer(W, W)
     cov = covd[np.ix_(cont, cont)]
     ivs, warns = gaussian_intervals(space, value, cov, cont, level, "cma")
@@ -46,6 +42,6 @@ def cma_intervals(space: ParamSpace, result: Mapping, level: float = 0.95) -> In
         hi = min(g.upper, math.ceil(value[i] + z * sd_ticks))
         delay_iv = Interval("delay", "delay", None, float(value[i]), float(lo), float(hi), sd_ticks, True,
                             "search distribution, rounded outward")
-    diag = {"sigma": float(cma["sigma"]), "note": "search distribution (convergence diagnostic), not a statistical interval"}
-    return IntervalSet("cma", level, _ordered(space, ivs, delay_iv), warns, diag, cov,
+    diag = {"sigma": float(result.search.sigma), "note": "search distribution (convergence diagnostic), not a statistical interval"}
+    return IntervalSet("cma", level, order_intervals(space, ivs + ([delay_iv] if delay_iv else [])), warns, diag, cov,
                        [lab for lab in space.labels() if lab != "delay"])

@@ -1,6 +1,6 @@
 """All interval methods on one fit, which one the export uses, and the intervals file.
 
-``compute_all`` runs, on a fit result (``sysid_best_params.json``):
+``compute_all`` runs, on a :class:`~isaaclab_sysid.fit.result.FitResult`:
 
 1. one batched rollout on the fit runs (optimum + finite-difference neighbours +
    every integer delay) -> ``curvature`` (used), ``bootstrap`` and ``per_run``;
@@ -31,14 +31,16 @@ import numpy as np
 
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.loss import LossWeights, total_loss
+from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import ParamSpace
+from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
 from isaaclab_sysid.intervals.cma_cov import cma_intervals
 from isaaclab_sysid.intervals.common import Interval, IntervalSet
-from isaaclab_sysid.utils.json_io import jsonable, read_json
 from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.utils.atomic import atomic_write_json
+from isaaclab_sysid.utils.json_io import jsonable, read_json
 
 INTERVALS_FILE = "intervals.json"
 INTERVALS_SCHEMA = "isaaclab_sysid.intervals/1"
@@ -66,6 +68,7 @@ class IntervalReport:
     warnings: list[str] = field(default_factory=list)
     timing_s: dict = field(default_factory=dict)
     source: str | None = None
+    diagnostics: dict = field(default_factory=dict)
 
     def chosen(self) -> IntervalSet:
         if self.selected == "widest":
@@ -136,12 +139,9 @@ def structure_ratio(backend: ReplayBackend, space: ParamSpace, x0: np.ndarray, f
 
 def compute_all(
     backend: ReplayBackend,
-    space: ParamSpace,
+    result: FitResult,
     runs: Sequence[Run],
-    result: Mapping,
     heldout: Sequence[Run] = (),
-    weights: LossWeights = LossWeights(),
-    traj_weights: Sequence[float] | None = None,
     level: float = 0.95,
     method: str = DEFAULT_METHOD,
     fd_step: float = 1e-3,
@@ -149,20 +149,23 @@ def compute_all(
     seed: int = 0,
     source: str | None = None,
 ) -> IntervalReport:
-    """Every interval method on one fit (see module docstring)."""
+    """Every interval method on one fit (see module docstring); the result's loss and run weights are used."""
     if method not in SELECTABLE:
         raise ValueError(f"unknown interval method '{method}' (choose from {', '.join(SELECTABLE)})")
-    x0 = np.asarray(result["best_params"], dtype=float)
+    space, weights, traj_weights = result.space, result.loss_weights, result.traj_weights
+    if len(traj_weights) != len(runs):
+        raise ValueError(f"the fit result has {len(traj_weights)} run weights for {len(runs)} runs")
+    x0 = np.asarray(result.best_x, dtype=float)
     timing = {}
     t0 = time.perf_counter()
-    sens = sensitivity(backend, space, runs, x0, weights, traj_weights, fd_step)
+    sens = sensitivity(ReplayObjective(space, backend, runs, weights, traj_weights), x0, fd_step)
     timing["batched_rollout"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     sets = {
         "curvature": curvature_intervals(sens, level),
         "bootstrap": block_bootstrap_intervals(sens, level, n_boot=n_boot, seed=seed),
         "per_run": per_run_intervals(sens, level),
-        "cma": cma_intervals(space, result, level),
+        "cma": cma_intervals(result, level),
     }
     timing["statistics"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -174,10 +177,10 @@ def compute_all(
         o = b.get(lab)
         if iv.std and o is not None and o.std and not (0.5 < o.std / iv.std < 2.0):
             warns.append(f"{lab}: bootstrap and curvature standard errors differ by more than 2x ({o.std:.3g} vs {iv.std:.3g})")
-    rep = IntervalReport(sets, method, level, space.describe(), structure, warns, timing, source)
+    rep = IntervalReport(sets, method, level, space.describe(), structure, warns, timing, source,
+                         {"sensitivity_candidates": sens.n_candidates})
     if method != "curvature":
         rep.warnings += [w for w in rep.chosen().warnings if w not in rep.warnings]
-    rep.diagnostics = {"sensitivity_candidates": sens.n_candidates}  # type: ignore[attr-defined]
     return rep
 
 

@@ -42,7 +42,7 @@ class Interval:
     """The interval of one fitted number.
 
     Attributes:
-        label: e.g. ``armature[j3]`` or ``delay``.
+        label: e.g. ``armature[panda_joint3]`` or ``delay``.
         group: parameter group (``armature``, ``friction``, ``viscous``, ``delay``).
         joint: joint label for per-joint groups, else None.
         value: the fitted value (decoded units).
@@ -135,50 +135,10 @@ class IntervalSet:
         )
 
 
-def label_parts(space: ParamSpace) -> list[tuple[str, str, str | None]]:
-    """(label, group, joint) for every entry of the normalized vector."""
-    out = []
-    for g in space.groups:
-        if g.per_joint:
-            out += [(f"{g.name}[{j}]", g.name, j) for j in space.joint_names]
-        else:
-            out.append((g.name, g.name, None))
-    return out
-
-
-def widths(space: ParamSpace) -> np.ndarray:
-    """(D,) decoded width of each entry's bounds (hi - lo)."""
-    w = np.empty(space.dim)
-    for g in space.groups:
-        w[space.slice(g.name)] = g.upper - g.lower
-    return w
-
-
-def bounds_of(space: ParamSpace) -> tuple[np.ndarray, np.ndarray]:
-    lo, hi = np.empty(space.dim), np.empty(space.dim)
-    for g in space.groups:
-        lo[space.slice(g.name)] = g.lower
-        hi[space.slice(g.name)] = g.upper
-    return lo, hi
-
-
-def decoded_vector(space: ParamSpace, x: np.ndarray) -> np.ndarray:
-    """(D,) decoded values of one normalized vector in label order."""
-    dec = space.decode(np.asarray(x, dtype=float))
-    v = np.empty(space.dim)
-    for g in space.groups:
-        v[space.slice(g.name)] = np.asarray(dec[g.name], dtype=float).ravel()
-    return v
-
-
-def continuous_index(space: ParamSpace) -> np.ndarray:
-    """Indices of the continuous entries (every group except the integer delay)."""
-    idx = []
-    for g in space.groups:
-        if g.name != "delay":
-            s = space.slice(g.name)
-            idx += list(range(s.start, s.stop))
-    return np.asarray(idx, dtype=int)
+def order_intervals(space: ParamSpace, ivs: Sequence[Interval]) -> list[Interval]:
+    """The intervals in the parameter space's label order (labels the space lacks are dropped)."""
+    by = {iv.label: iv for iv in ivs}
+    return [by[lab] for lab in space.labels() if lab in by]
 
 
 def gaussian_intervals(
@@ -198,14 +158,14 @@ def gaussian_intervals(
     (2 z std >= hi - lo: the data add nothing to the bounds).
     """
     z = z_of(level)
-    lo_b, hi_b = bounds_of(space)
-    parts = label_parts(space)
+    lo_b, hi_b = space.bounds()
+    parts = space.entries()
     out: list[Interval] = []
     warns: list[str] = []
     unid = set(int(i) for i in unidentified)
     notes = dict(extra_notes or {})
     for k, i in enumerate(cont):
-        label, group, joint = parts[i]
+        label, group, joint = parts[i].label, parts[i].group, parts[i].joint
         var = float(cov[k, k]) if cov is not None else math.nan
         std = math.sqrt(var) if math.isfinite(var) and var >= 0 else math.nan
         note = notes.get(int(i), "")

@@ -40,35 +40,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossWeights, run_weights
+from isaaclab_sysid.fit.jacobian import stencil
+from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.intervals.common import (
-    Interval,
-    IntervalSet,
-    chi2_1,
-    continuous_index,
-    decoded_vector,
-    gaussian_intervals,
-    label_parts,
-    widths,
-)
-from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
+from isaaclab_sysid.fit.residuals import weighted_residuals
+from isaaclab_sysid.intervals.common import Interval, IntervalSet, chi2_1, gaussian_intervals, order_intervals
 
 
 class IntervalError(RuntimeError):
     """The intervals cannot be computed (e.g. the fitted candidate diverges)."""
-
-
-def run_residuals(ro: RunRollout, run: Run, weights: LossWeights, w_run: float = 1.0) -> np.ndarray:
-    """(P, T, C) weighted residuals of P candidates on one run; sum of squares = the fit's loss."""
-    T, N = run.q.shape
-    sq = math.sqrt(w_run * weights.w_q / (T * N))
-    sdq = math.sqrt(w_run * weights.w_dq / (T * N))
-    sx = math.sqrt(w_run * weights.w_x / (T * 3))
-    return np.concatenate(
-        [sq * (ro.q - run.q[None]), sdq * (ro.dq - run.dq[None]), sx * (ro.ee_pos - run.ee_pos[None])], axis=2
-    )
 
 
 @dataclass
@@ -117,101 +97,50 @@ class Sensitivity:
         return [np.einsum("tcp,tc->tp", J, r) for J, r in zip(self.J, self.r)]
 
 
-def sensitivity(
-    backend: ReplayBackend,
-    space: ParamSpace,
-    runs: Sequence[Run],
-    x0: np.ndarray,
-    weights: LossWeights = LossWeights(),
-    traj_weights: Sequence[float] | None = None,
-    step: float = 1e-3,
-    profile_delay: bool = True,
-) -> Sensitivity:
+def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, profile_delay: bool = True) -> Sensitivity:
     """Roll out the optimum, its finite-difference neighbours and the delay profile in one backend call.
 
     Args:
+        objective: the fit's space, backend, runs and weights.
         x0: the fitted normalized vector (``best_params`` of sysid_best_params.json).
         step: finite-difference step in the normalized space (fraction of each bound width).
     """
+    space, runs = objective.space, objective.runs
     x0 = np.clip(np.asarray(x0, dtype=float), 0.0, 1.0)
     if x0.shape != (space.dim,):
         raise IntervalError(f"x0 has {x0.size} entries, the parameter space {space.dim}")
-    tw = run_weights(traj_weights, len(runs))
-    cont = continuous_index(space)
-    W = widths(space)
-    X = [x0]
-    plus_idx, minus_idx, h_used = [], [], []
-    notes: dict[int, str] = {}
-    for i in cont:
-        up, dn = x0[i] + step <= 1.0, x0[i] - step >= 0.0
-        if up:
-            xp = x0.copy()
-            xp[i] += step
-            plus_idx.append(len(X))
-            X.append(xp)
-        else:
-            plus_idx.append(0)
-        if dn:
-            xm = x0.copy()
-            xm[i] -= step
-            minus_idx.append(len(X))
-            X.append(xm)
-        else:
-            minus_idx.append(0)
-        if not (up and dn):
-            notes[int(i)] = "at a bound: one-sided difference"
-        h_used.append(((step if up else 0.0) + (step if dn else 0.0)) * W[i])
+    cont = space.continuous_index()
+    st = stencil(x0, cont, step, "central")
+    X = list(st.X)
     delays: list[int] = []
     delay_idx: dict[int, int] = {}
-    delay0 = None
-    if "delay" in space.group_names and profile_delay:
+    delay0 = space.delay_of(x0)
+    if delay0 is not None and profile_delay:
         g = space.group("delay")
-        delay0 = int(space.decode(x0)["delay"])
         for d in range(int(g.lower), int(g.upper) + 1):
             delays.append(d)
             if d == delay0:
                 delay_idx[d] = 0
                 continue
-            xd = x0.copy()
-            xd[space.slice("delay")] = (d - g.lower + 0.5) / g.n_levels
             delay_idx[d] = len(X)
-            X.append(xd)
-    elif "delay" in space.group_names:
-        delay0 = int(space.decode(x0)["delay"])
+            X.append(space.with_delay(x0, d))
     Xa = np.asarray(X)
-    rollouts = backend.rollout(space.to_batch(Xa), list(runs))
-    R = [run_residuals(ro, run, weights, float(w)) for ro, run, w in zip(rollouts, runs, tw)]
-    div = np.zeros(len(Xa), dtype=bool)
-    for ro, res in zip(rollouts, R):
-        div |= np.asarray(ro.diverged, dtype=bool) | ~np.all(np.isfinite(res), axis=(1, 2))
+    res = weighted_residuals(objective.rollouts(Xa), runs, objective.weights, objective.traj_weights)
+    R = [r.per_sample() for r in res]
+    div = np.any(np.stack([r.diverged for r in res]), axis=0)
     if div[0]:
         raise IntervalError("the fitted candidate diverges on at least one run: no interval can be computed there")
-    Js = []
-    for res in R:
-        T, C = res.shape[1:]
-        J = np.empty((T, C, len(cont)))
-        for k, i in enumerate(cont):
-            p, m = plus_idx[k], minus_idx[k]
-            if div[p] or div[m]:
-                # fall back to the side that did not diverge
-                if div[p] and not div[m] and m != 0:
-                    p, h = 0, step * W[i]
-                elif div[m] and not div[p] and p != 0:
-                    m, h = 0, step * W[i]
-                else:
-                    J[:, :, k] = np.nan
-                    notes[int(i)] = "finite-difference neighbours diverged"
-                    continue
-                notes[int(i)] = "a finite-difference neighbour diverged: one-sided difference"
-            else:
-                h = h_used[k]
-            J[:, :, k] = (res[p] - res[m]) / h
+    W = space.widths()[cont]
+    Js, notes = [], dict(st.notes)
+    for r in R:
+        J, n = st.jacobian(r, div, scale=W, on_diverged="one_sided")
         Js.append(J)
-    r_delay = {d: [res[j] for res in R] for d, j in delay_idx.items() if not div[j]}
-    parts = label_parts(space)
+        notes.update(n)
+    r_delay = {d: [r[j] for r in R] for d, j in delay_idx.items() if not div[j]}
+    labels = space.labels()
     return Sensitivity(
-        space=space, x0=x0, value=decoded_vector(space, x0), cont=cont, labels=[parts[i][0] for i in cont],
-        r=[res[0] for res in R], J=Js, run_names=[r.name for r in runs], delays=[d for d in delays if d in r_delay],
+        space=space, x0=x0, value=space.decoded_vector(x0), cont=cont, labels=[labels[i] for i in cont],
+        r=[r[0] for r in R], J=Js, run_names=[r.name for r in runs], delays=[d for d in delays if d in r_delay],
         r_delay=r_delay, delay0=delay0, n_candidates=len(Xa), fd_notes=notes, step=step,
     )
 
@@ -305,7 +234,7 @@ def curvature_intervals(
         bandwidth: HAC bandwidth in samples (default: ceil(2 tau), at least 1, at most T/4).
     """
     space = sens.space
-    W = widths(space)[sens.cont]
+    W = space.widths()[sens.cont]
     H = sens.hessian()
     pi = pinv_normalized(H, W, rtol)
     n, p = sens.n_obs, len(sens.cont)
@@ -336,7 +265,7 @@ def curvature_intervals(
                      f"{z_step[worst]:.1f} standard errors (intervals are centred on the fitted value)")
     delay_iv, delay_diag, delay_warn = delay_profile(sens, pi.Hinv, s2 * tau, level)
     warns += delay_warn
-    intervals = _ordered(space, ivs, delay_iv)
+    intervals = order_intervals(space, ivs + ([delay_iv] if delay_iv is not None else []))
     diag = {
         "mode": mode,
         "n_residuals": n,
@@ -397,9 +326,3 @@ def delay_profile(sens: Sensitivity, Hinv: np.ndarray, noise_var: float, level: 
                         "loss profile flat over all delays in the bounds"), diag, warns
     return Interval("delay", "delay", None, float(d0), float(lo), float(hi), None, True, "integer: loss profile"), diag, warns
 
-
-def _ordered(space: ParamSpace, ivs: list[Interval], delay_iv: Interval | None) -> list[Interval]:
-    by = {iv.label: iv for iv in ivs}
-    if delay_iv is not None:
-        by["delay"] = delay_iv
-    return [by[lab] for lab, _, _ in label_parts(space) if lab in by]

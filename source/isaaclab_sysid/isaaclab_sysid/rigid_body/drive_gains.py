@@ -185,6 +185,92 @@ def _equation_error(d: _Blocks, n: int, m: float, fixed_gains: np.ndarray) -> np
     return np.concatenate([k, x[free.sum() :]])
 
 
+class _OutputError:
+    """The output-error model ``i = tau / k`` on the stacked rows (M,): unknowns
+    z = [identified gains (nf,); theta (b,); payload placements (9 R,)]."""
+
+    def __init__(self, d: _Blocks, fixed: np.ndarray, mass: float) -> None:
+        self.d, self.fixed, self.m = d, fixed, mass
+        self.n = fixed.size
+        self.free = np.isnan(fixed)
+        self.nf = int(self.free.sum())
+        self.M, self.b = d.W.shape
+        self.jrow = np.tile(np.arange(self.n), self.M // self.n)
+
+    def unpack(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(N,) all gains [N m/A], (b,) theta, (9 R,) payload parameters."""
+        k = self.fixed.copy()
+        k[self.free] = z[: self.nf]
+        return k, z[self.nf : self.nf + self.b], z[self.nf + self.b :]
+
+    def torque(self, z: np.ndarray) -> np.ndarray:
+        """(M,) modelled torque [N m]."""
+        _, th, ps = self.unpack(z)
+        return self.d.W @ th + self.d.P @ ps + self.d.p * self.m
+
+    def residual(self, z: np.ndarray) -> np.ndarray:
+        """(M,) measured minus modelled current [A]."""
+        k, _, _ = self.unpack(z)
+        return self.d.y - self.torque(z) / k[self.jrow]
+
+    def jacobian(self, z: np.ndarray) -> np.ndarray:
+        """(M, nf + b + 9 R) exact Jacobian of :meth:`residual`."""
+        d, M, nf, b = self.d, self.M, self.nf, self.b
+        k, _, _ = self.unpack(z)
+        kr = k[self.jrow]
+        J = np.empty((M, nf + b + d.P.shape[1]))
+        tau = self.torque(z)
+        Jk = np.zeros((M, self.n))
+        Jk[np.arange(M), self.jrow] = tau / kr**2
+        J[:, :nf] = Jk[:, self.free]
+        J[:, nf : nf + b] = -d.W / kr[:, None]
+        J[:, nf + b :] = -d.P / kr[:, None]
+        return J
+
+    def start(self, x_ee: np.ndarray) -> np.ndarray:
+        """z0 from the equation-error solution [k; theta; psi]; a gain it left non-positive (weak
+        joint) starts from the others' median, with theta and psi re-solved for those gains."""
+        d, nf = self.d, self.nf
+        z0 = np.concatenate([x_ee[: self.n][self.free], x_ee[self.n :]])
+        k0 = z0[:nf]
+        good = k0 > 0
+        if not good.all():
+            k0[~good] = np.median(k0[good]) if good.any() else 1.0
+            k_full = self.fixed.copy()
+            k_full[self.free] = k0
+            lin = np.linalg.lstsq(np.hstack([d.W, d.P]), d.y * k_full[self.jrow] - d.p * self.m, rcond=None)[0]
+            z0 = np.concatenate([k0, lin])
+        return z0
+
+    def covariances(self, z: np.ndarray, hac_lags: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(M,) residual at ``z``, its white-noise and Newey-West covariances of z."""
+        r = self.residual(z)
+        J = self.jacobian(z)
+        p_est = J.shape[1]
+        sigma2 = float(r @ r) / (self.M - p_est)
+        _, R = np.linalg.qr(J, mode="reduced")
+        Rinv = scipy.linalg.solve_triangular(R, np.eye(p_est))
+        bread = Rinv @ Rinv.T
+        return r, sigma2 * bread, hac_covariance(J, r, self.n, hac_lags, self.d.segments, bread=bread)
+
+
+def _check_drive_gain_inputs(
+    n: int, unloaded: list[Processed], loaded: list[Processed], payload: Payload, fixed_gains: np.ndarray | None,
+    method: str,
+) -> np.ndarray:
+    """Refuse bad inputs of :func:`identify_drive_gains`; returns the (N,) held gains (NaN: identified)."""
+    if payload.mass <= 0:
+        raise ValueError(f"payload mass must be positive; got {payload.mass} kg")
+    if not unloaded or not loaded:
+        raise ValueError("drive gains need at least one run without and one run with the payload")
+    if method not in ("output_error", "equation_error"):
+        raise ValueError(f"method must be 'output_error' or 'equation_error'; got {method!r}")
+    fixed = np.full(n, np.nan) if fixed_gains is None else np.asarray(fixed_gains, dtype=float).copy()
+    if fixed.shape != (n,) or np.any(fixed[~np.isnan(fixed)] <= 0):
+        raise ValueError(f"fixed_gains must be ({n},), positive or NaN; got {fixed}")
+    return fixed
+
+
 def identify_drive_gains(
     reg: Regressor,
     base: BaseParameters,
@@ -212,78 +298,23 @@ def identify_drive_gains(
         shared_placement: all loaded runs carry the payload in the same place (one set
             of 9 unknowns); default False: each loaded run has its own placement.
     """
-    if payload.mass <= 0:
-        raise ValueError(f"payload mass must be positive; got {payload.mass} kg")
-    if not unloaded or not loaded:
-        raise ValueError("drive gains need at least one run without and one run with the payload")
-    if method not in ("output_error", "equation_error"):
-        raise ValueError(f"method must be 'output_error' or 'equation_error'; got {method!r}")
     n = reg.n_dof
-    fixed = np.full(n, np.nan) if fixed_gains is None else np.asarray(fixed_gains, dtype=float).copy()
-    if fixed.shape != (n,) or np.any(fixed[~np.isnan(fixed)] <= 0):
-        raise ValueError(f"fixed_gains must be ({n},), positive or NaN; got {fixed}")
-    free = np.isnan(fixed)
+    fixed = _check_drive_gain_inputs(n, unloaded, loaded, payload, fixed_gains, method)
     cols, link = payload_link_slice(reg, payload.link)
     d = _blocks(reg, base, unloaded, loaded, cols, signal, shared_placement)
-    n_pl = d.P.shape[1]
-    M, b = d.W.shape
-    m = float(payload.mass)
-    x_ee = _equation_error(d, n, m, fixed)
-    k_ee = x_ee[:n].copy()
-    jrow = np.tile(np.arange(n), M // n)
-    nf = int(free.sum())
-
-    def unpack(z):
-        k = fixed.copy()
-        k[free] = z[:nf]
-        return k, z[nf : nf + b], z[nf + b :]
-
-    def torque(z):
-        _, th, ps = unpack(z)
-        return d.W @ th + d.P @ ps + d.p * m
-
-    def residual(z):
-        k, _, _ = unpack(z)
-        return d.y - torque(z) / k[jrow]
-
-    def jacobian(z):
-        k, _, _ = unpack(z)
-        kr = k[jrow]
-        J = np.empty((M, nf + b + n_pl))
-        tau = torque(z)
-        Jk = np.zeros((M, n))
-        Jk[np.arange(M), jrow] = tau / kr**2
-        J[:, :nf] = Jk[:, free]
-        J[:, nf : nf + b] = -d.W / kr[:, None]
-        J[:, nf + b :] = -d.P / kr[:, None]
-        return J
-
-    z0 = np.concatenate([k_ee[free], x_ee[n:]])
+    model = _OutputError(d, fixed, float(payload.mass))
+    x_ee = _equation_error(d, n, model.m, fixed)
     iters, converged, message = 0, True, "linear least squares"
     if method == "output_error":
-        # a gain the linear fit left non-positive (weak joint) starts from the others' median
-        k0 = z0[:nf]
-        good = k0 > 0
-        if not good.all():
-            k0[~good] = np.median(k0[good]) if good.any() else 1.0
-            k_full = fixed.copy()
-            k_full[free] = k0
-            lin = np.linalg.lstsq(np.hstack([d.W, d.P]), d.y * k_full[jrow] - d.p * m, rcond=None)[0]
-            z0 = np.concatenate([k0, lin])
-        sol = scipy.optimize.least_squares(residual, z0, jac=jacobian, method="lm", xtol=1e-12, ftol=1e-12)
+        sol = scipy.optimize.least_squares(
+            model.residual, model.start(x_ee), jac=model.jacobian, method="lm", xtol=1e-12, ftol=1e-12
+        )
         z, iters, converged, message = sol.x, int(sol.nfev), bool(sol.status > 0), str(sol.message)
     else:
-        z = z0
-    r = residual(z)
-    J = jacobian(z)
-    p_est = J.shape[1]
-    sigma2 = float(r @ r) / (M - p_est)
-    _, R = np.linalg.qr(J, mode="reduced")
-    Rinv = scipy.linalg.solve_triangular(R, np.eye(p_est))
-    bread = Rinv @ Rinv.T
-    cov = sigma2 * bread
-    cov_hac = hac_covariance(J, r, n, hac_lags, d.segments, bread=bread)
-    k, th, ps = unpack(z)
+        z = np.concatenate([x_ee[:n][model.free], x_ee[n:]])
+    r, cov, cov_hac = model.covariances(z, hac_lags)
+    k, th, ps = model.unpack(z)
+    free, nf = model.free, model.nf
     std = np.zeros(n)
     std_hac = np.zeros(n)
     std[free] = np.sqrt(np.diag(cov)[:nf])
@@ -298,14 +329,14 @@ def identify_drive_gains(
         fixed=~free,
         theta=th,
         payload=ps.reshape(-1, 9),
-        payload_std_hac=np.sqrt(np.diag(cov_hac)[nf + b :]).reshape(-1, 9),
-        payload_mass=m,
+        payload_std_hac=np.sqrt(np.diag(cov_hac)[nf + model.b :]).reshape(-1, 9),
+        payload_mass=model.m,
         payload_link=link,
-        equation_error_gains=k_ee,
+        equation_error_gains=x_ee[:n].copy(),
         sigma_joint=np.sqrt(np.mean(r.reshape(-1, n) ** 2, axis=0)),
         cov_hac=cov_hac,
         method=method,
-        n_obs=M,
+        n_obs=model.M,
         iterations=iters,
         weak=weak,
         converged=converged,

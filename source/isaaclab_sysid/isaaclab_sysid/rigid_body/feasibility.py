@@ -297,6 +297,57 @@ def reconstruct_standard(
     inv_s = np.where(has_prior, 1.0 / np.where(has_prior, s, 1.0), 0.0)
     K = base.K
     pi = cp.Variable(regressor.n_params)
+    cons = _feasibility_constraints(regressor, pi, prior, eps, mass_upper_factor, mass_lower_factor)
+    prior_term = cp.sum_squares(cp.multiply(inv_s, pi - prior))
+    Linv = _whitening(cov_b)
+    if mode == "penalized":  # the earlier name of "map"
+        mode = "map"
+    modes = ["exact", "map"] if mode == "auto" else [mode]
+    failures = []
+    for md in modes:
+        if md == "exact":
+            prob = cp.Problem(cp.Minimize(prior_term), cons + [K @ pi == pi_b])
+        elif md == "map":
+            maha = cp.sum_squares(Linv @ (K @ pi - pi_b))
+            prob = cp.Problem(cp.Minimize(maha + prior_weight * prior_term), cons)
+        else:
+            raise ValueError(f"unknown mode {md!r}; choose map, exact or auto")
+        solver, errors = _solve(prob)
+        if solver != "none" and pi.value is not None:
+            x = np.asarray(pi.value, dtype=float)
+            e = K @ x - pi_b
+            d2 = float(np.sum((Linv @ e) ** 2))
+            return Reconstruction(
+                pi=x,
+                mode=md,
+                status=str(prob.status),
+                solver=solver,
+                base_mahalanobis=d2,
+                base_dof=int(base.rank),
+                base_p_value=chi2_sf(d2, base.rank),
+                base_max_abs_error=float(np.max(np.abs(e))),
+                link_min_eig=link_min_eigs(x, n_links),
+                prior_distance=float(np.sqrt(np.sum(((x - prior) * inv_s) ** 2))),
+                prior_std=s,
+                prior_weight=float(prior_weight),
+                masses=x[0 : 10 * n_links : 10].copy(),
+                prior_masses=prior[0 : 10 * n_links : 10].copy(),
+            )
+        failures.append(f"{md}: status {prob.status}" + (f" ({'; '.join(errors)})" if errors else ""))
+    raise RuntimeError(f"SDP reconstruction failed in mode(s) {modes}: {', '.join(failures)}")
+
+
+def _feasibility_constraints(
+    regressor: Regressor,
+    pi: cp.Variable,
+    prior: np.ndarray,
+    eps: float,
+    mass_upper_factor: float | None,
+    mass_lower_factor: float | None,
+) -> list:
+    """Every link's 4x4 pseudo-inertia >= eps I, the optional mass bounds (factor x prior mass [kg])
+    and armature/viscous/Coulomb >= 0, on the standard vector ``pi`` (P,)."""
+    n_links = regressor.n_dof
     cons = []
     for i in range(n_links):
         p = pi[10 * i : 10 * i + 10]
@@ -319,52 +370,27 @@ def reconstruct_standard(
     for term in ("armature", "viscous", "coulomb"):
         if term in regressor.joint_terms:
             cons.append(pi[regressor.term_slice(term)] >= 0)
-    prior_term = cp.sum_squares(cp.multiply(inv_s, pi - prior))
-    # whitening of the base-parameter error: cov = V diag(w) V^T -> ||diag(w)^-1/2 V^T e||^2
+    return cons
+
+
+def _whitening(cov_b: np.ndarray) -> np.ndarray:
+    """(b, b) L^-1 with |L^-1 e|^2 = e^T Cov^-1 e: cov = V diag(w) V^T -> diag(w)^-1/2 V^T
+    (eigenvalues floored at 1e-12 of the largest)."""
     w, V = np.linalg.eigh(0.5 * (cov_b + cov_b.T))
     floor = max(1e-12 * float(w.max()), 1e-300) if w.max() > 0 else 1.0
-    Linv = (V / np.sqrt(np.maximum(w, floor))).T
+    return (V / np.sqrt(np.maximum(w, floor))).T
 
-    def _solve(prob: cp.Problem) -> str:
-        for solver in ("CLARABEL", "SCS"):
-            try:
-                prob.solve(solver=solver)
-                if prob.status in ("optimal", "optimal_inaccurate"):
-                    return solver
-            except cp.error.SolverError:
-                continue
-        return "none"
 
-    if mode == "penalized":  # the earlier name of "map"
-        mode = "map"
-    modes = ["exact", "map"] if mode == "auto" else [mode]
-    for md in modes:
-        if md == "exact":
-            prob = cp.Problem(cp.Minimize(prior_term), cons + [K @ pi == pi_b])
-        elif md == "map":
-            maha = cp.sum_squares(Linv @ (K @ pi - pi_b))
-            prob = cp.Problem(cp.Minimize(maha + prior_weight * prior_term), cons)
-        else:
-            raise ValueError(f"unknown mode {md!r}; choose map, exact or auto")
-        solver = _solve(prob)
-        if solver != "none" and pi.value is not None:
-            x = np.asarray(pi.value, dtype=float)
-            e = K @ x - pi_b
-            d2 = float(np.sum((Linv @ e) ** 2))
-            return Reconstruction(
-                pi=x,
-                mode=md,
-                status=str(prob.status),
-                solver=solver,
-                base_mahalanobis=d2,
-                base_dof=int(base.rank),
-                base_p_value=chi2_sf(d2, base.rank),
-                base_max_abs_error=float(np.max(np.abs(e))),
-                link_min_eig=link_min_eigs(x, n_links),
-                prior_distance=float(np.sqrt(np.sum(((x - prior) * inv_s) ** 2))),
-                prior_std=s,
-                prior_weight=float(prior_weight),
-                masses=x[0 : 10 * n_links : 10].copy(),
-                prior_masses=prior[0 : 10 * n_links : 10].copy(),
-            )
-    raise RuntimeError(f"SDP reconstruction failed in mode(s) {modes}: last status {prob.status}")
+def _solve(prob: cp.Problem) -> tuple[str, list[str]]:
+    """Solve with CLARABEL, else SCS: (the solver that reached an optimum or "none",
+    the solver errors met on the way, each "<solver>: <message>")."""
+    errors = []
+    for solver in ("CLARABEL", "SCS"):
+        try:
+            prob.solve(solver=solver)
+        except cp.error.SolverError as exc:
+            errors.append(f"{solver}: {exc}")
+            continue
+        if prob.status in ("optimal", "optimal_inaccurate"):
+            return solver, errors
+    return "none", errors

@@ -13,11 +13,13 @@ import pinocchio as pin
 from isaaclab_sysid.robots.config import RobotConfig, RobotConfigError, load_robot_config
 from isaaclab_sysid.robots.overrides import JointOverrides, LinkInertial
 from isaaclab_sysid.robots.urdf import reduced_urdf
+from isaaclab_sysid.timebase import TICK_S
 
 #: Name of the end-effector site (MuJoCo) and frame (Pinocchio).
 EE_NAME = "ee"
-#: Physics step of every replay [s].
-PHYSICS_DT = 0.001
+#: Physics step of every replay [s]: :data:`isaaclab_sysid.timebase.TICK_S` under its historical name
+#: (kept importable from here for existing importers).
+PHYSICS_DT = TICK_S
 
 
 @dataclass
@@ -129,7 +131,7 @@ class Robot:
         """
         urdf = self.urdf_text(mujoco_compiler=True)
         spec = mujoco.MjSpec.from_string(urdf)
-        spec.option.timestep = PHYSICS_DT
+        spec.option.timestep = TICK_S
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
         spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
         spec.option.gravity = [0.0, 0.0, -9.81] if gravity else [0.0, 0.0, 0.0]

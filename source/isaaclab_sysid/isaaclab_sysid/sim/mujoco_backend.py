@@ -23,7 +23,7 @@ import numpy as np
 
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.overrides import JointOverrides
-from isaaclab_sysid.robots.robot import EE_NAME, PHYSICS_DT, Robot
+from isaaclab_sysid.robots.robot import EE_NAME, Robot
 from isaaclab_sysid.sim import native_lib
 from isaaclab_sysid.sim.interface import (
     CandidateBatch,
@@ -34,6 +34,7 @@ from isaaclab_sysid.sim.interface import (
     replay_gravity,
 )
 from isaaclab_sysid.sim.schedule import CONTROLLER_IDS, RunSchedule, schedule_of
+from isaaclab_sysid.timebase import TICK_S
 
 GRAVITY = 9.81
 
@@ -77,6 +78,8 @@ class MujocoBackend:
         stribeck: optional Stribeck/static friction on top of the Coulomb ``friction``
             (the twin's friction model; the fit's parameter space does not have it).
         substeps: physics steps per 1 ms control tick (finer integrator; the twin's).
+        device: must be ``"cpu"`` (accepted so callers can pass one device to any
+            backend); anything else raises ValueError naming the Isaac Lab backend.
     """
 
     name = "mujoco"
@@ -92,7 +95,11 @@ class MujocoBackend:
         n_threads: int | None = None,
         stribeck: StribeckFriction | None = None,
         substeps: int = 1,
+        device: str = "cpu",
     ) -> None:
+        if str(device) != "cpu":
+            raise ValueError(f"the mujoco backend runs on the CPU only; --device {device} needs --backend isaaclab")
+        self.device = "cpu"
         self.robot = robot
         self.options = options or ReplayOptions()
         self.chunk_size = int(chunk_size)
@@ -107,8 +114,8 @@ class MujocoBackend:
         m = self._model
         if m.nq != m.nv or np.any(m.jnt_type != mujoco.mjtJoint.mjJNT_HINGE):
             raise ValueError("the MuJoCo backend supports arms of hinge joints only")
-        if abs(m.opt.timestep - PHYSICS_DT) > 1e-15:
-            raise ValueError(f"robot model timestep {m.opt.timestep} != {PHYSICS_DT}")
+        if abs(m.opt.timestep - TICK_S) > 1e-15:
+            raise ValueError(f"robot model timestep {m.opt.timestep} != {TICK_S}")
         self.n_dof = m.nv
         self._site = m.site(EE_NAME).id
         self._nominal = {
@@ -119,7 +126,7 @@ class MujocoBackend:
         self._tau_max = np.ascontiguousarray(robot.tau_max, dtype=np.float64)
         rate = robot.config.torque_rate_limit
         self._slew = np.ascontiguousarray(
-            np.full(self.n_dof, np.inf) if rate is None else np.asarray(rate, dtype=np.float64) * PHYSICS_DT
+            np.full(self.n_dof, np.inf) if rate is None else np.asarray(rate, dtype=np.float64) * TICK_S
         )
         if self.options.slew_limit and rate is None:
             raise ValueError(f"slew_limit requested but robot '{robot.name}' has no torque_rate_limit")
@@ -152,11 +159,10 @@ class MujocoBackend:
             self._pool.shutdown()
             self._pool = None
 
-    def __del__(self) -> None:  # pragma: no cover - best effort
-        try:
+    def __del__(self) -> None:  # pragma: no cover - finalizer
+        # a backend whose __init__ raised has no pool; an error in close() is reported by Python, not hidden
+        if getattr(self, "_pool", None) is not None:
             self.close()
-        except Exception:
-            pass
 
     def gravity_for(self, sched: RunSchedule) -> bool:
         """Whether a run is replayed with gravity (options, else the run's meta)."""
@@ -255,6 +261,7 @@ class MujocoBackend:
         job.clamp = int(bool(self.options.torque_clamp))
         job.slew = int(bool(self.options.slew_limit))
         job.substeps = self.substeps
+        job.tick_s = TICK_S
         job.tau_max = _ptr(self._tau_max)
         job.slew_per_tick = _ptr(self._slew)
         job.disturbance = _ptr(dist)

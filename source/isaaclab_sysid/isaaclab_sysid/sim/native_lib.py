@@ -22,7 +22,7 @@ from pathlib import Path
 import mujoco
 
 SOURCE = Path(__file__).parent / "native" / "replay.c"
-ABI_VERSION = 3
+ABI_VERSION = 4
 CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c99", "-fno-fast-math")
 
 _P = ctypes.c_void_p
@@ -59,6 +59,7 @@ class ReplayJob(ctypes.Structure):
         ("clamp", ctypes.c_int32),
         ("slew", ctypes.c_int32),
         ("substeps", ctypes.c_int32),
+        ("tick_s", ctypes.c_double),
         ("tau_max", _D),
         ("slew_per_tick", _D),
         ("disturbance", _D),

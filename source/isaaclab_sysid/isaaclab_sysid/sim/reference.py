@@ -15,9 +15,10 @@ import numpy as np
 
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.overrides import JointOverrides
-from isaaclab_sysid.robots.robot import EE_NAME, PHYSICS_DT, Robot
+from isaaclab_sysid.robots.robot import EE_NAME, Robot
 from isaaclab_sysid.sim.interface import ReplayOptions
 from isaaclab_sysid.sim.schedule import schedule_of
+from isaaclab_sysid.timebase import TICK_S
 
 
 def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -81,7 +82,7 @@ def reference_replay(
     out = {k: np.full((s.n_samples, w), np.nan) for k, w in (("q", n), ("dq", n), ("ee_pos", 3), ("tau", n))}
     cmd_hist: list[np.ndarray] = []
     prev = np.zeros(n)
-    rate = np.asarray(robot.config.torque_rate_limit or np.full(n, np.inf), dtype=float) * PHYSICS_DT
+    rate = np.asarray(robot.config.torque_rate_limit or np.full(n, np.inf), dtype=float) * TICK_S
 
     def setpoint(k: int) -> np.ndarray:
         i = int(np.searchsorted(s.sp_ticks, max(k, 0), side="right")) - 1

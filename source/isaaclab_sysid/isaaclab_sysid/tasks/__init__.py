@@ -22,7 +22,7 @@ def register() -> bool:
     """Register the replay task with gymnasium; False when gymnasium is not installed."""
     try:
         import gymnasium as gym
-    except ImportError:
+    except ImportError:  # optional dependency guard: gymnasium is not a core requirement
         return False
     if REPLAY_TASK_ID not in gym.registry:
         gym.register(

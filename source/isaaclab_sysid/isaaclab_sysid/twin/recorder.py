@@ -12,6 +12,7 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.robot import EE_NAME, Robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend, StribeckFriction
+from isaaclab_sysid.timebase import TICK_HZ
 from isaaclab_sysid.twin.params import TwinParams
 
 
@@ -25,11 +26,11 @@ def dense_run(target: Run) -> Run:
     idx = np.maximum(idx, 0)
     n = target.n_dof
     z = np.zeros((last + 1, n))
-    meta = dataclasses.replace(target.meta, log_rate_hz=1000.0, num_samples=last + 1)
+    meta = dataclasses.replace(target.meta, log_rate_hz=float(TICK_HZ), num_samples=last + 1)
     vals = values[idx]
     pos, quat = target.ee_pos[0], target.ee_quat[0]
     return dataclasses.replace(
-        target, meta=meta, t=ticks / 1000.0, q=np.tile(target.meta.q_init, (last + 1, 1)), dq=z, tau=z, tau_J=z,
+        target, meta=meta, t=ticks / TICK_HZ, q=np.tile(target.meta.q_init, (last + 1, 1)), dq=z, tau=z, tau_J=z,
         ee_pos=np.tile(pos, (last + 1, 1)), ee_quat=np.tile(quat, (last + 1, 1)),
         q_des=vals if target.meta.controller == "joint_pd" else None,
         x_des=vals[:, :3] if target.meta.controller == "task_impedance" else None,
@@ -78,7 +79,7 @@ def record_twin(
             setpoints; its states are ignored.
         params: true parameters and realism knobs.
         seed: the only source of randomness (same seed, same twin).
-        log_rate_hz: 1000 for a 1 kHz log (every tick, fresh states, setpoints
+        log_rate_hz: ``TICK_HZ`` (1000) for a 1 kHz log (every tick, fresh states, setpoints
             stamped), else the target's setpoint rate (one row per setpoint).
         name: run name (default: the target's).
     """
@@ -104,7 +105,7 @@ def record_twin(
         # the torque that acted during tick k (none after the last tick)
         tau_app = tau_app + np.vstack([dist[warmup_ticks:], np.zeros((1, n))])
 
-    one_khz = log_rate_hz == 1000.0
+    one_khz = log_rate_hz == TICK_HZ
     if one_khz:
         rows = np.arange(last + 1)
         state_tick = rows.copy()
@@ -136,17 +137,17 @@ def record_twin(
 
     if one_khz:
         src = dense
-        t = rows / 1000.0
+        t = rows / TICK_HZ
         extra = dict(tick=rows.astype(np.int64), setpoint_tick=dense.setpoint_tick)
     else:
         src = target
-        t = rows / 1000.0
+        t = rows / TICK_HZ
         extra = dict(tick=None, setpoint_tick=None)
     meta = dataclasses.replace(
         src.meta,
-        log_rate_hz=1000.0 if one_khz else src.meta.control_rate_hz,
+        log_rate_hz=float(TICK_HZ) if one_khz else src.meta.control_rate_hz,
         num_samples=T,
-        summary={"recorder": "isaaclab_sysid twin", "seed": int(seed), "duration_s": float(rows[-1]) / 1000.0},
+        summary={"recorder": "isaaclab_sysid twin", "seed": int(seed), "duration_s": float(rows[-1]) / TICK_HZ},
     )
     return dataclasses.replace(
         src, name=name or target.name, meta=meta, t=t, q=q, dq=dq, ee_pos=ee_pos, ee_quat=ee_quat,

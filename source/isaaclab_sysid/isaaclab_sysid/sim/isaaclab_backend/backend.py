@@ -19,20 +19,25 @@ Per tick (Python loop over ticks, tensors batched over envs):
    law computed in float64 torch from the current state, delayed by d ticks in
    torch, slew-limited, clamped, and sent as the feed-forward effort;
 4. one physics step of 1 ms.
+
+:meth:`IsaacLabBackend.replay_steps` runs that loop; its steps are the env layout
+(:class:`_EnvBlocks`), the setpoint tables, the torque envs' controller/actuator
+step (:class:`_TorqueEnvs`), divergence (:class:`_Divergence`) and sampling
+(:class:`_Samples`).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.overrides import JointOverrides
-from isaaclab_sysid.robots.robot import PHYSICS_DT, Robot
+from isaaclab_sysid.robots.robot import Robot
 from isaaclab_sysid.sim.interface import (
     CandidateBatch,
     ReplayOptions,
@@ -52,6 +57,7 @@ from isaaclab_sysid.sim.isaaclab_backend.controllers import (
 )
 from isaaclab_sysid.sim.isaaclab_backend.scene import ReplayScene, make_spec
 from isaaclab_sysid.sim.schedule import RunSchedule, schedule_of
+from isaaclab_sysid.timebase import TICK_S
 
 PHYSICS = ("newton", "physx")
 
@@ -119,7 +125,7 @@ class IsaacLabBackend:
         rate = robot.config.torque_rate_limit
         if self.options.slew_limit and rate is None:
             raise ValueError(f"slew_limit requested but robot '{robot.name}' has no torque_rate_limit")
-        self._slew = None if rate is None else np.asarray(rate, dtype=np.float64) * PHYSICS_DT
+        self._slew = None if rate is None else np.asarray(rate, dtype=np.float64) * TICK_S
         self._usd = robot_usd(robot, cache_dir)
         self._scene: ReplayScene | None = None
         self._arm: TorchArm | None = None
@@ -226,110 +232,24 @@ class IsaacLabBackend:
         R = len(scheds)
         n = self.n_dof
         sc = self._scene_for(P * R, gravity)
-        arm = self._arm
-        dev = sc.device
         E = sc.E
         W = self.options.warmup_ticks
-        slew_on = bool(self.options.slew_limit)
-        f64 = dict(dtype=torch.float64, device=dev)
-
-        # ------------------------------------------------ per-env layout
-        act = np.zeros(E, dtype=bool)
-        act[: P * R] = True
-        run_of = np.zeros(E, dtype=np.int64)
-        run_of[: P * R] = np.repeat(np.arange(R), P)
-        cand_of = np.zeros(E, dtype=np.int64)
-        cand_of[: P * R] = np.tile(np.arange(P), R)
-        is_pd = np.array([s.controller == "joint_pd" for s in scheds])
-        native_pd = act & is_pd[run_of] & (not slew_on)
-        torque_env = act & ~native_pd
-
-        props = {g: np.where(act[:, None], params[g][cand_of], 0.0) for g in ("armature", "friction", "viscous")}
-        sc.write_joint_properties(props["armature"], props["friction"], props["viscous"])
-        kp = np.zeros((E, n))
-        kd = np.zeros((E, n))
-        for r, s in enumerate(scheds):
-            if s.controller == "joint_pd":
-                kp[run_of == r] = s.kp
-                kd[run_of == r] = s.kd
-        delay = np.where(act, params["delay"][cand_of], 0)
-        sc.write_actuator(np.where(native_pd[:, None], kp, 0.0), np.where(native_pd[:, None], kd, 0.0), np.where(native_pd, delay, 0))
-
-        q_init = torch.tensor(np.stack([scheds[run_of[e]].q_init for e in range(E)]), **f64)
+        f64 = dict(dtype=torch.float64, device=sc.device)
+        blocks = _EnvBlocks.layout(scheds, params, P, E, n, slew_on=bool(self.options.slew_limit))
+        blocks.write_to(sc, params)
+        q_init = torch.tensor(np.stack([scheds[r].q_init for r in blocks.run_of]), **f64)
         last = max(s.last_tick for s in scheds)
         n_ticks = W + last + 1
-        # setpoint tables (ticks, R, D), zero-order hold, the first one before tick 0
-        qtab = torch.zeros(n_ticks, R, n, **f64)
-        xtab = torch.zeros(n_ticks, R, 7, **f64)
-        xtab[..., 6] = 1.0
-        ks = np.arange(-W, last + 1)
-        for r, s in enumerate(scheds):
-            i = np.searchsorted(s.sp_ticks, np.maximum(ks, 0), side="right") - 1
-            vals = torch.tensor(s.sp_values[np.maximum(i, 0)], **f64)
-            if s.controller == "joint_pd":
-                qtab[:, r] = vals
-            else:
-                xtab[:, r] = vals
-        run_t = torch.tensor(run_of, device=dev)
-
-        # torque envs: controller inputs restricted to them
-        tidx = torch.tensor(np.flatnonzero(torque_env), device=dev, dtype=torch.long)
-        tq_run = run_t[tidx]
-        t_task = torch.tensor([scheds[run_of[e]].controller == "task_impedance" for e in np.flatnonzero(torque_env)], device=dev)
-        has_torque = tidx.numel() > 0
-        if has_torque:
-            te = np.flatnonzero(torque_env)
-            gains = lambda name, w: torch.tensor(  # noqa: E731
-                np.stack([getattr(scheds[run_of[e]], name) if len(getattr(scheds[run_of[e]], name)) == w else np.zeros(w) for e in te]), **f64
-            )
-            t_kp6, t_kd6 = gains("kp", 6), gains("kd", 6)
-            t_kpn, t_kdn = gains("kp", n), gains("kd", n)
-            if n == 6:  # gains of either controller have 6 entries: pick by controller
-                t_kpn = torch.where(t_task[:, None], 0.0, t_kpn)
-                t_kdn = torch.where(t_task[:, None], 0.0, t_kdn)
-                t_kp6 = torch.where(t_task[:, None], t_kp6, 0.0)
-                t_kd6 = torch.where(t_task[:, None], t_kd6, 0.0)
-            laws = [scheds[run_of[e]].law for e in te]
-            law = {
-                "coriolis": torch.tensor([bool(lw.coriolis_compensation) for lw in laws], device=dev),
-                "rotvec": torch.tensor([lw.orientation_error == "rotvec" for lw in laws], device=dev),
-                "max_pos": torch.tensor([float(lw.max_position_error or 0.0) for lw in laws], **f64),
-                "max_ori": torch.tensor([float(lw.max_orientation_error or 0.0) for lw in laws], **f64),
-                "k_ns": torch.tensor([float(lw.nullspace_stiffness or 0.0) for lw in laws], **f64),
-                "q_rest": torch.tensor(np.stack([scheds[run_of[e]].q_rest for e in te]), **f64),
-            }
-            # task_impedance: the commanded effort is delayed; joint_pd: its position target is
-            t_pd_delay = torch.tensor(np.where(t_task.cpu().numpy(), 0, delay[te]), device=dev, dtype=torch.long)
-            tdelay = TorqueDelay(torch.tensor(np.where(t_task.cpu().numpy(), delay[te], 0), device=dev), n)
-            tau_max = torch.tensor(self._tau_max, **f64)
-            slew = torch.tensor(self._slew if self._slew is not None else np.full(n, np.inf), **f64)
-            prev = torch.zeros(len(te), n, **f64)
-            any_task = bool(t_task.any())
-            any_pd_t = bool((~t_task).any())
-
-        # sampling: tick -> [(run, row)]
-        samples: dict[int, list[tuple[int, int]]] = {}
-        for r, s in enumerate(scheds):
-            for i, k in enumerate(s.sample_ticks):
-                samples.setdefault(int(k), []).append((r, i))
-        rec = {
-            key: [torch.full((s.n_samples, P, w), float("nan"), **f64) for s in scheds]
-            for key, w in (("q", n), ("dq", n), ("tau", n))
-        }
-
-        act_t = torch.tensor(act, device=dev)
-        native_t = torch.tensor(native_pd, device=dev)
-        pd_kp = torch.tensor(np.where(native_pd[:, None], kp, 0.0), **f64)
-        pd_kd = torch.tensor(np.where(native_pd[:, None], kd, 0.0), **f64)
-        delay_t = torch.tensor(delay, device=dev, dtype=torch.long)
-        tau_max_t = torch.tensor(self._tau_max, **f64)
-        blk_native = [bool(native_pd[r * P]) for r in range(R)]
-        diverged = torch.zeros(E, dtype=torch.bool, device=dev)
-        div_tick = torch.full((E,), 2**62, dtype=torch.long, device=dev)
-        parked = torch.zeros(E, dtype=torch.bool, device=dev)
-        vmax = float(self.options.max_joint_velocity)
+        qtab, xtab = _setpoint_tables(scheds, W, last, n, f64)
+        torque = None
+        if blocks.torque_env.any():
+            torque = _TorqueEnvs(scheds, blocks, self._ctl_arm, qtab, xtab, self._tau_max, self._slew, self.options, f64)
+        samples = _Samples(scheds, blocks, qtab, self._tau_max if self.options.torque_clamp else None, f64)
+        div = _Divergence(blocks.active, self.options.max_joint_velocity, sc.device)
+        run_t = torch.tensor(blocks.run_of, device=sc.device)
+        native_t = torch.tensor(blocks.native_pd, device=sc.device)
+        # the feed-forward effort of every env: the torque envs' applied torque, 0 for the others
         effort = torch.zeros(E, n, **f64)
-        tau_applied = torch.zeros(E, n, **f64)
         extra = None
 
         sc.reset(q_init)
@@ -339,40 +259,11 @@ class IsaacLabBackend:
             q32, qd32 = sc.state()
             q, qd = q32.to(torch.float64), qd32.to(torch.float64)
             if j > 0:  # divergence of the step just taken
-                bad = (~(torch.isfinite(q).all(1) & torch.isfinite(qd).all(1)) | (qd.abs().amax(1) > vmax)) & act_t
-                div_tick = torch.where(bad & ~diverged, torch.full_like(div_tick, k), div_tick)
-                diverged |= bad
-            # controller of the torque envs
-            if has_torque:
-                qt, qdt = q[tidx], qd[tidx]
-                cmd = torch.zeros_like(qt)
-                if any_task:
-                    cmd_task = impedance_torque(self._ctl_arm, qt, qdt, xtab[j][tq_run], t_kp6, t_kd6, law)
-                    cmd = torch.where(t_task[:, None], cmd_task, cmd)
-                if any_pd_t:
-                    cmd_pd = joint_pd_torque(qt, qdt, qtab[torch.clamp(j - t_pd_delay, min=0), tq_run], t_kpn, t_kdn)
-                    cmd = torch.where(t_task[:, None], cmd, cmd_pd)
-                cmd = torch.nan_to_num(cmd, nan=0.0, posinf=0.0, neginf=0.0)
-                app = tdelay.push(cmd)
-                if slew_on:
-                    app = prev + torch.clamp(app - prev, -slew, slew)
-                if self.options.torque_clamp:
-                    app = torch.clamp(app, -tau_max, tau_max)
-                prev = app
-                effort[tidx] = app
-                tau_applied[tidx] = app
-            # samples at this tick: the state before the step, the torque applied during it
-            for r, i in samples.get(k, ()):
-                blk = slice(r * P, (r + 1) * P)
-                rec["q"][r][i] = q[blk]
-                rec["dq"][r][i] = qd[blk]
-                if blk_native[r]:  # what the native delayed PD applies this tick
-                    tgt = qtab[torch.clamp(j - delay_t[blk], min=0), r]
-                    t = pd_kp[blk] * (tgt - q[blk]) - pd_kd[blk] * qd[blk]
-                    rec["tau"][r][i] = torch.clamp(t, -tau_max_t, tau_max_t) if self.options.torque_clamp else t
-                else:
-                    rec["tau"][r][i] = tau_applied[blk]
-            if k in samples:
+                div.check(k, q, qd)
+            if torque is not None:
+                effort[torque.idx] = torque.step(j, q, qd)
+            samples.record(k, j, q, qd, effort)
+            if k in samples.at:
                 extra = yield k, q, qd
                 if extra is not None:
                     extra = torch.as_tensor(extra, **f64).expand(E, n)
@@ -380,35 +271,265 @@ class IsaacLabBackend:
                 break
             pos_target = torch.where(native_t[:, None], qtab[j][run_t], q_init)
             eff = effort if extra is None else effort + extra
-            sc.step(pos_target, torch.where(diverged[:, None], 0.0, eff))
+            sc.step(pos_target, torch.where(div.diverged[:, None], 0.0, eff))
             if j % 50 == 49:
-                new = diverged & ~parked
-                if bool(new.any()):  # park diverged envs at rest so the solver stays finite
-                    ids = torch.nonzero(new)[:, 0]
-                    sc.reset_envs(ids.to(torch.int32), q_init[ids])
-                    parked |= new
+                div.park(sc, q_init)
         wall = time.perf_counter() - t0
+        samples.write(outs, self._arm, div)
+        return {"wall_s": wall, "env_steps": float(n_ticks * P * R)}
 
-        # ------------------------------------------------ outputs
-        div = diverged.cpu().numpy()
-        for r, (s, out) in enumerate(zip(scheds, outs)):
-            qs = rec["q"][r].transpose(0, 1)  # (P, T, N)
+
+@dataclass(frozen=True)
+class _EnvBlocks:
+    """The env layout of one replay: env ``r * P + p`` replays run r with candidate p.
+
+    Envs past P x R are idle (inactive, zero joint properties and gains, run 0's
+    start posture). Arrays are numpy, (E,) or (E, N).
+
+    Attributes:
+        P, R: candidates and runs.
+        active: the env replays a (run, candidate).
+        run_of, cand_of: the env's run and candidate (0 for idle envs).
+        native_pd: ``joint_pd`` replayed by Newton's ``DelayedPDActuator`` (no slew limit).
+        torque_env: the torque is computed in torch (``task_impedance``; ``joint_pd`` under a slew limit).
+        kp, kd: the native ``joint_pd`` envs' gains (their run's), 0 elsewhere.
+        delay: the env's candidate delay [ticks] (0 for idle envs).
+    """
+
+    P: int
+    R: int
+    active: np.ndarray
+    run_of: np.ndarray
+    cand_of: np.ndarray
+    native_pd: np.ndarray
+    torque_env: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+    delay: np.ndarray
+
+    @classmethod
+    def layout(cls, scheds: list[RunSchedule], params: dict, P: int, E: int, n: int, slew_on: bool) -> _EnvBlocks:
+        R = len(scheds)
+        act = np.zeros(E, dtype=bool)
+        act[: P * R] = True
+        run_of = np.zeros(E, dtype=np.int64)
+        run_of[: P * R] = np.repeat(np.arange(R), P)
+        cand_of = np.zeros(E, dtype=np.int64)
+        cand_of[: P * R] = np.tile(np.arange(P), R)
+        is_pd = np.array([s.controller == "joint_pd" for s in scheds])
+        native_pd = act & is_pd[run_of] & (not slew_on)
+        kp = np.zeros((E, n))
+        kd = np.zeros((E, n))
+        for r, s in enumerate(scheds):
+            if s.controller == "joint_pd":
+                kp[run_of == r] = s.kp
+                kd[run_of == r] = s.kd
+        return cls(
+            P=P,
+            R=R,
+            active=act,
+            run_of=run_of,
+            cand_of=cand_of,
+            native_pd=native_pd,
+            torque_env=act & ~native_pd,
+            kp=np.where(native_pd[:, None], kp, 0.0),
+            kd=np.where(native_pd[:, None], kd, 0.0),
+            delay=np.where(act, params["delay"][cand_of], 0),
+        )
+
+    def write_to(self, sc: ReplayScene, params: dict) -> None:
+        """Per-env joint properties (the candidate's) and the actuator (gains and delay of the native envs)."""
+        props = {g: np.where(self.active[:, None], params[g][self.cand_of], 0.0) for g in ("armature", "friction", "viscous")}
+        sc.write_joint_properties(props["armature"], props["friction"], props["viscous"])
+        sc.write_actuator(self.kp, self.kd, np.where(self.native_pd, self.delay, 0))
+
+
+def _setpoint_tables(scheds: list[RunSchedule], W: int, last: int, n: int, f64: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """Setpoint of every run at every tick: joint targets (ticks, R, N) and poses (ticks, R, 7: xyz, quat xyzw).
+
+    Row j is tick ``j - W``; zero-order hold, the first setpoint before tick 0. A
+    run fills the table of its controller; the other one stays zero (identity quaternion).
+    """
+    n_ticks = W + last + 1
+    qtab = torch.zeros(n_ticks, len(scheds), n, **f64)
+    xtab = torch.zeros(n_ticks, len(scheds), 7, **f64)
+    xtab[..., 6] = 1.0
+    ks = np.arange(-W, last + 1)
+    for r, s in enumerate(scheds):
+        i = np.searchsorted(s.sp_ticks, np.maximum(ks, 0), side="right") - 1
+        vals = torch.tensor(s.sp_values[np.maximum(i, 0)], **f64)
+        if s.controller == "joint_pd":
+            qtab[:, r] = vals
+        else:
+            xtab[:, r] = vals
+    return qtab, xtab
+
+
+def _gains(scheds: list[RunSchedule], runs: np.ndarray, name: str, width: int, f64: dict) -> torch.Tensor:
+    """(len(runs), width) gains ``name`` of each env's run; zeros where its gains have another width."""
+    rows = [getattr(scheds[r], name) for r in runs]
+    return torch.tensor(np.stack([g if len(g) == width else np.zeros(width) for g in rows]), **f64)
+
+
+class _TorqueEnvs:
+    """The per-tick controller/actuator step of the torque envs (docs/replay.md, "One tick").
+
+    The torque envs are the ``task_impedance`` ones and, under a slew limit, the
+    ``joint_pd`` ones. Each tick: the law from the simulated state in float64
+    (``task_impedance``: impedance on the pose setpoint; ``joint_pd``: PD on the
+    position target of tick ``k - d``), the commanded effort delayed by d ticks
+    (``task_impedance`` only), then the slew limit and the clamp.
+    """
+
+    def __init__(self, scheds: list[RunSchedule], blocks: _EnvBlocks, arm, qtab: torch.Tensor, xtab: torch.Tensor,
+                 tau_max: np.ndarray, slew: np.ndarray | None, options: ReplayOptions, f64: dict) -> None:
+        dev = f64["device"]
+        n = qtab.shape[-1]
+        te = np.flatnonzero(blocks.torque_env)
+        runs = blocks.run_of[te]
+        task = np.array([scheds[r].controller == "task_impedance" for r in runs])
+        self.idx = torch.tensor(te, device=dev, dtype=torch.long)
+        self.run = torch.tensor(blocks.run_of, device=dev)[self.idx]
+        self.task = torch.tensor(task, device=dev)
+        self.arm, self.qtab, self.xtab = arm, qtab, xtab
+        self.kp6, self.kd6 = _gains(scheds, runs, "kp", 6, f64), _gains(scheds, runs, "kd", 6, f64)
+        self.kpn, self.kdn = _gains(scheds, runs, "kp", n, f64), _gains(scheds, runs, "kd", n, f64)
+        if n == 6:  # gains of either controller have 6 entries: pick by controller
+            self.kpn = torch.where(self.task[:, None], 0.0, self.kpn)
+            self.kdn = torch.where(self.task[:, None], 0.0, self.kdn)
+            self.kp6 = torch.where(self.task[:, None], self.kp6, 0.0)
+            self.kd6 = torch.where(self.task[:, None], self.kd6, 0.0)
+        laws = [scheds[r].law for r in runs]
+        self.law = {
+            "coriolis": torch.tensor([bool(lw.coriolis_compensation) for lw in laws], device=dev),
+            "rotvec": torch.tensor([lw.orientation_error == "rotvec" for lw in laws], device=dev),
+            "max_pos": torch.tensor([float(lw.max_position_error or 0.0) for lw in laws], **f64),
+            "max_ori": torch.tensor([float(lw.max_orientation_error or 0.0) for lw in laws], **f64),
+            "k_ns": torch.tensor([float(lw.nullspace_stiffness or 0.0) for lw in laws], **f64),
+            "q_rest": torch.tensor(np.stack([scheds[r].q_rest for r in runs]), **f64),
+        }
+        # task_impedance: the commanded effort is delayed; joint_pd: its position target is
+        self.pd_delay = torch.tensor(np.where(task, 0, blocks.delay[te]), device=dev, dtype=torch.long)
+        self.cmd_delay = TorqueDelay(torch.tensor(np.where(task, blocks.delay[te], 0), device=dev), n)
+        self.tau_max = torch.tensor(tau_max, **f64)
+        self.slew = torch.tensor(slew if slew is not None else np.full(n, np.inf), **f64)
+        self.slew_on = bool(options.slew_limit)
+        self.clamp = bool(options.torque_clamp)
+        self.prev = torch.zeros(len(te), n, **f64)
+        self.any_task = bool(task.any())
+        self.any_pd = bool((~task).any())
+
+    def step(self, j: int, q: torch.Tensor, qd: torch.Tensor) -> torch.Tensor:
+        """The torque the torque envs apply at row j (tick ``j - W``), from the state of every env (E, N)."""
+        qt, qdt = q[self.idx], qd[self.idx]
+        cmd = torch.zeros_like(qt)
+        if self.any_task:
+            cmd_task = impedance_torque(self.arm, qt, qdt, self.xtab[j][self.run], self.kp6, self.kd6, self.law)
+            cmd = torch.where(self.task[:, None], cmd_task, cmd)
+        if self.any_pd:
+            target = self.qtab[torch.clamp(j - self.pd_delay, min=0), self.run]
+            cmd_pd = joint_pd_torque(qt, qdt, target, self.kpn, self.kdn)
+            cmd = torch.where(self.task[:, None], cmd, cmd_pd)
+        cmd = torch.nan_to_num(cmd, nan=0.0, posinf=0.0, neginf=0.0)
+        app = self.cmd_delay.push(cmd)
+        if self.slew_on:
+            app = self.prev + torch.clamp(app - self.prev, -self.slew, self.slew)
+        if self.clamp:
+            app = torch.clamp(app, -self.tau_max, self.tau_max)
+        self.prev = app
+        return app
+
+
+class _Divergence:
+    """Per-env divergence: non-finite state or ``|qd| > max_joint_velocity`` (docs/backends.md).
+
+    A diverged env keeps its first divergence tick, gets zero effort (the caller
+    masks it with :attr:`diverged`) and is parked at rest by :meth:`park`.
+    """
+
+    def __init__(self, active: np.ndarray, max_joint_velocity: float, device: torch.device) -> None:
+        E = active.shape[0]
+        self.active = torch.tensor(active, device=device)
+        self.vmax = float(max_joint_velocity)
+        self.diverged = torch.zeros(E, dtype=torch.bool, device=device)
+        self.tick = torch.full((E,), 2**62, dtype=torch.long, device=device)
+        self.parked = torch.zeros(E, dtype=torch.bool, device=device)
+
+    def check(self, k: int, q: torch.Tensor, qd: torch.Tensor) -> None:
+        """Flag the active envs whose state (E, N) at tick k is bad."""
+        bad = (~(torch.isfinite(q).all(1) & torch.isfinite(qd).all(1)) | (qd.abs().amax(1) > self.vmax)) & self.active
+        self.tick = torch.where(bad & ~self.diverged, torch.full_like(self.tick, k), self.tick)
+        self.diverged |= bad
+
+    def park(self, sc: ReplayScene, q_init: torch.Tensor) -> None:
+        """Put the newly diverged envs back at ``q_init`` at rest so the solver stays finite."""
+        new = self.diverged & ~self.parked
+        if bool(new.any()):
+            ids = torch.nonzero(new)[:, 0]
+            sc.reset_envs(ids.to(torch.int32), q_init[ids])
+            self.parked |= new
+
+
+class _Samples:
+    """The sample rows of one replay: per run, the state at the start of each sample tick
+    and the torque applied during it, recorded as (T, P, N) float64 tensors."""
+
+    def __init__(self, scheds: list[RunSchedule], blocks: _EnvBlocks, qtab: torch.Tensor,
+                 tau_clamp: np.ndarray | None, f64: dict) -> None:
+        n = qtab.shape[-1]
+        self.P = P = blocks.P
+        self.n = n
+        self.scheds = scheds
+        #: tick -> [(run, row)] sampled at that tick
+        self.at: dict[int, list[tuple[int, int]]] = {}
+        for r, s in enumerate(scheds):
+            for i, k in enumerate(s.sample_ticks):
+                self.at.setdefault(int(k), []).append((r, i))
+        self.rec = {key: [torch.full((s.n_samples, P, n), float("nan"), **f64) for s in scheds] for key in ("q", "dq", "tau")}
+        # the native joint_pd envs' torque is not read back from Newton: it is recomputed as its PD law
+        self.native = [bool(blocks.native_pd[r * P]) for r in range(blocks.R)]
+        self.qtab = qtab
+        self.pd_kp = torch.tensor(blocks.kp, **f64)
+        self.pd_kd = torch.tensor(blocks.kd, **f64)
+        self.delay = torch.tensor(blocks.delay, device=f64["device"], dtype=torch.long)
+        self.tau_max = None if tau_clamp is None else torch.tensor(tau_clamp, **f64)
+
+    def record(self, k: int, j: int, q: torch.Tensor, qd: torch.Tensor, effort: torch.Tensor) -> None:
+        """Record the rows sampled at tick k (row j of the tables): q, qd (E, N) and the applied torque."""
+        P = self.P
+        for r, i in self.at.get(k, ()):
+            blk = slice(r * P, (r + 1) * P)
+            self.rec["q"][r][i] = q[blk]
+            self.rec["dq"][r][i] = qd[blk]
+            self.rec["tau"][r][i] = self._native_pd_torque(j, r, blk, q, qd) if self.native[r] else effort[blk]
+
+    def _native_pd_torque(self, j: int, r: int, blk: slice, q: torch.Tensor, qd: torch.Tensor) -> torch.Tensor:
+        """What Newton's delayed PD applies to block r at row j: the target of row ``j - d``, then the clamp."""
+        tgt = self.qtab[torch.clamp(j - self.delay[blk], min=0), r]
+        t = self.pd_kp[blk] * (tgt - q[blk]) - self.pd_kd[blk] * qd[blk]
+        return t if self.tau_max is None else torch.clamp(t, -self.tau_max, self.tau_max)
+
+    def write(self, outs: list[RunRollout], arm: TorchArm, div: _Divergence) -> None:
+        """Fill ``outs`` (EE pose from the sampled q); rows from a candidate's divergence tick on are NaN."""
+        P, n = self.P, self.n
+        diverged = div.diverged.cpu().numpy()
+        for r, (_, out) in enumerate(zip(self.scheds, outs)):
+            qs = self.rec["q"][r].transpose(0, 1)  # (P, T, N)
             R_, p_ = arm.frames(qs.reshape(-1, n))
             Re, pe = arm.ee_pose(R_, p_)
             out.q[:] = qs.cpu().numpy()
-            out.dq[:] = rec["dq"][r].transpose(0, 1).cpu().numpy()
-            out.tau[:] = rec["tau"][r].transpose(0, 1).cpu().numpy()
+            out.dq[:] = self.rec["dq"][r].transpose(0, 1).cpu().numpy()
+            out.tau[:] = self.rec["tau"][r].transpose(0, 1).cpu().numpy()
             out.ee_pos[:] = pe.reshape(P, -1, 3).cpu().numpy()
             quat = mat_to_quat_wxyz(Re)  # w >= 0
             out.ee_quat[:] = torch.cat([quat[:, 1:], quat[:, :1]], -1).reshape(P, -1, 4).cpu().numpy()
-            out.diverged[:] = div[r * P : (r + 1) * P]
-        dt_np = div_tick.cpu().numpy()
-        for r, (s_, out) in enumerate(zip(scheds, outs)):
+            out.diverged[:] = diverged[r * P : (r + 1) * P]
+        tick = div.tick.cpu().numpy()
+        for r, (s, out) in enumerate(zip(self.scheds, outs)):
             for p in np.flatnonzero(out.diverged):
-                after = s_.sample_ticks >= dt_np[r * P + p]
-                for a_ in (out.q, out.dq, out.ee_pos, out.ee_quat, out.tau):
-                    a_[p, after] = np.nan
-        return {"wall_s": wall, "env_steps": float(n_ticks * P * R)}
+                after = s.sample_ticks >= tick[r * P + p]
+                for a in (out.q, out.dq, out.ee_pos, out.ee_quat, out.tau):
+                    a[p, after] = np.nan
 
 
 def drive(gen) -> dict[str, float]:
@@ -419,8 +540,3 @@ def drive(gen) -> dict[str, float]:
             gen.send(None)
     except StopIteration as stop:
         return stop.value
-
-
-def default_device() -> str:
-    """``$ISAACLAB_SYSID_DEVICE`` or ``"cpu"``."""
-    return os.environ.get("ISAACLAB_SYSID_DEVICE", "cpu")

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from isaaclab_sysid.robots.robot import PHYSICS_DT
+from isaaclab_sysid.timebase import TICK_S
 
 #: effort limit used when the replay does not clamp [N m] (effectively none)
 NO_LIMIT = 1.0e6
@@ -85,7 +85,7 @@ class ReplayScene:
         sim_utils.create_new_stage()
         self.sim = SimulationContext(
             SimulationCfg(
-                dt=PHYSICS_DT,
+                dt=TICK_S,
                 device=spec.device,
                 gravity=(0.0, 0.0, -9.81) if spec.gravity else (0.0, 0.0, 0.0),
                 physics=_physics_cfg(spec),

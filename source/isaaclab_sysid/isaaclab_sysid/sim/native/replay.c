@@ -18,7 +18,7 @@
 #include <string.h>
 #include <mujoco/mujoco.h>
 
-#define SYSID_ABI_VERSION 3
+#define SYSID_ABI_VERSION 4
 #define CTRL_JOINT_PD 0
 #define CTRL_TASK_IMPEDANCE 1
 #define MAXV 64
@@ -48,6 +48,7 @@ typedef struct {
   int32_t clamp;
   int32_t slew;
   int32_t substeps;            /* >= 1: physics steps per 1 ms tick */
+  double tick_s;               /* > 0: the tick [s] (isaaclab_sysid.timebase.TICK_S) */
   const double* tau_max;       /* (N,) */
   const double* slew_per_tick; /* (N,) [N m per tick] */
   const double* disturbance;   /* (W + last + 1, N) added to the applied torque, or NULL */
@@ -194,7 +195,7 @@ static void fill_nan(const SysidReplayJob* job, int from, int n) {
 int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
   int nv = m->nv;
   if (nv > MAXV || m->nq != nv) return -1;
-  if (job->n_samples <= 0 || job->n_setpoints <= 0 || job->substeps < 1 || job->delay < 0) return -2;
+  if (job->n_samples <= 0 || job->n_setpoints <= 0 || job->substeps < 1 || job->delay < 0 || !(job->tick_s > 0)) return -2;
   if (job->sample_tick[0] < -job->warmup) return -3;
   for (int j = 0; j < nv; j++) {
     m->dof_armature[j] = job->armature[j];
@@ -202,7 +203,7 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
     m->dof_damping[j] = job->viscous[j];
   }
   m->opt.gravity[0] = 0; m->opt.gravity[1] = 0; m->opt.gravity[2] = -job->gravity;
-  m->opt.timestep = 0.001 / job->substeps;
+  m->opt.timestep = job->tick_s / job->substeps;
   mj_setConst(m, d);
   mj_resetData(m, d);
   for (int j = 0; j < nv; j++) { d->qpos[j] = job->q_init[j]; d->qvel[j] = 0; }

@@ -1,0 +1,196 @@
+"""The fit's configuration: one nested, documented dataclass for the CLI, ``config.json`` and ``--resume``.
+
+``scripts/sysid_franka_osc.py`` parses :class:`FitArgs` with tyro (the attribute
+docstrings are its ``--help``; the sections' prefixes are omitted, so the flags
+stay flat: ``--real_csv``, ``--num_envs``, ...). ``config.json`` stores
+:meth:`FitArgs.to_dict` (nested by section) and ``--resume`` reads it back with
+:meth:`FitArgs.from_dict`, which also reads the flat layout of older fit folders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Annotated, Literal
+
+import tyro
+
+from isaaclab_sysid.fit.param_space import GROUPS
+
+#: repeatable list flags (--real_csv a.csv --real_csv b.csv)
+Repeat = tyro.conf.UseAppendAction
+FIT_GROUPS_DEFAULT = "armature,friction,viscous,delay"
+
+
+def _bounds(group: str) -> tuple[float, float]:
+    return GROUPS[group].default_bounds
+
+
+@dataclass
+class RunsConfig:
+    """The recorded runs."""
+
+    real_csv: Annotated[list[str], Repeat] = field(default_factory=list)
+    """Recorded run CSV to fit on; repeat the flag for several runs (--real_csv a.csv --real_csv b.csv)."""
+    real_sidecar: Annotated[list[str], Repeat] = field(default_factory=list)
+    """Sidecar JSON of each --real_csv, paired in order; omitted ones default to the CSV path with .json."""
+    heldout_csv: Annotated[list[str], Repeat] = field(default_factory=list)
+    """Held-out run CSV (never seen by the optimizer), scored after the fit; repeatable."""
+    heldout_sidecar: Annotated[list[str], Repeat] = field(default_factory=list)
+    """Sidecar JSON of each --heldout_csv, paired in order (default: CSV path with .json)."""
+    traj_weights: str | None = None
+    """Comma-separated weight per --real_csv run in the loss, e.g. 1.0,1.5 (dimensionless; default 1 each)."""
+
+
+@dataclass
+class SearchConfig:
+    """The search: CMA-ES, then the Levenberg-Marquardt refinement."""
+
+    num_envs: int = 64
+    """CMA-ES population size = simulated envs per run block (candidates per generation)."""
+    max_iter: int = 40
+    """Number of CMA-ES generations."""
+    refine_iter: int = 10
+    """Levenberg-Marquardt iterations after CMA-ES on the replay residuals (0 = off); each costs two batched rollouts (docs/fit.md)."""
+    x0: str = "low"
+    """CMA-ES start: low (sliding regime: armature 20 %, friction/viscous 5 % of their ranges), center, a
+    sysid_best_params.json, or a seed from scripts/seed_fit.py (rigid-body joint terms; groups missing from a file start low)."""
+    sigma: float = 0.25
+    """Initial CMA-ES step size in the normalized parameter space (every group scaled to [0, 1] within its bounds)."""
+    seed: int = 0
+    """Random seed of the optimizer (same seed and runs give the same result)."""
+
+
+@dataclass
+class ParamsConfig:
+    """The fitted parameter groups and their search bounds."""
+
+    fit_groups: str = FIT_GROUPS_DEFAULT
+    """Comma-separated parameter groups to fit: armature, friction, viscous, delay (mu_static, dynamic_ratio: isaaclab only)."""
+    armature_bounds: tuple[float, float] = _bounds("armature")
+    """Bounds of the per-joint armature (reflected rotor inertia) [kg m^2]."""
+    friction_bounds: tuple[float, float] = _bounds("friction")
+    """Bounds of the per-joint Coulomb friction torque [N m]."""
+    viscous_bounds: tuple[float, float] = _bounds("viscous")
+    """Bounds of the per-joint viscous friction [N m s/rad]."""
+    delay_bounds: tuple[int, int] = tuple(int(v) for v in _bounds("delay"))  # type: ignore[assignment]
+    """Bounds of the actuator delay [ticks of 1 ms], integers."""
+    mu_static_bounds: tuple[float, float] = _bounds("mu_static")
+    """Bounds of the per-joint static friction (PhysX-style) [N m]."""
+    dynamic_ratio_bounds: tuple[float, float] = _bounds("dynamic_ratio")
+    """Bounds of the per-joint dynamic/static friction ratio [-]."""
+
+    def groups(self) -> list[str]:
+        """The group names of ``fit_groups``, in the order given."""
+        return [g.strip() for g in self.fit_groups.split(",") if g.strip()]
+
+    def bounds_of(self, group: str) -> tuple[float, float] | None:
+        """The bounds flag of ``group`` (None for an unknown group)."""
+        return getattr(self, f"{group}_bounds", None)
+
+
+@dataclass
+class LossConfig:
+    """The loss: weights of the three MSE terms."""
+
+    w_q: float = 1.0
+    """Loss weight of the joint position MSE [1/rad^2]."""
+    w_dq: float = 0.1
+    """Loss weight of the joint velocity MSE [1/(rad/s)^2]."""
+    w_x: float = 0.01
+    """Loss weight of the end-effector position MSE [1/m^2]."""
+
+
+@dataclass
+class ReplayConfig:
+    """The simulated replay: robot, backend and the real arm's limits."""
+
+    backend: Literal["mujoco", "isaaclab"] = "mujoco"
+    """Physics backend: mujoco (CPU, default) or isaaclab (needs the [isaaclab] extra)."""
+    device: str = "cpu"
+    """Device of the isaaclab backend: cpu or cuda:0 (the mujoco backend runs on the CPU only and refuses any other device)."""
+    robot: str | None = None
+    """Robot config name or path (default: the runs' sidecar 'robot', e.g. franka_panda)."""
+    nominal: str | None = None
+    """Rigid-body identification output whose link masses/inertias replace the URDF's (file from the least-squares stage)."""
+    warmup_ticks: int = 50
+    """Ticks [1 ms] the first setpoint is held before the logged time base starts."""
+    torque_clamp: bool = False
+    """Clamp the simulated commanded torque to the robot's torque limits [N m]."""
+    slew_limit: bool = False
+    """Limit the simulated torque rate to the robot's torque_rate_limit [N m/s]."""
+    headless: bool = True
+    """Accepted for Isaac Lab habit (its scripts take --headless); no backend here opens a window, so it changes nothing."""
+
+
+@dataclass
+class OutputConfig:
+    """Outputs, resume and evaluation-only runs."""
+
+    save_interval: int = 5
+    """Write checkpoint_<iter>.json every this many generations (and at the end)."""
+    log_dir: str = "logs/sysid_franka"
+    """Folder under which each fit writes <timestamp>/ with all outputs."""
+    resume: str | None = None
+    """Resume the fit in this output folder from its newest checkpoint (its config.json supplies every other option)."""
+    eval_params: str | None = None
+    """Skip the optimizer: score this sysid_best_params.json or checkpoint_<iter>.json (and the nominal parameters) on the given runs."""
+    wandb: bool = False
+    """Log progress to Weights & Biases (offline mode unless WANDB_MODE says otherwise)."""
+    plots: bool = True
+    """Write the PNG plots of the report."""
+    quiet: bool = False
+    """Suppress the per-generation progress line."""
+
+
+_SECTIONS = {"runs": RunsConfig, "search": SearchConfig, "params": ParamsConfig, "loss": LossConfig,
+             "replay": ReplayConfig, "output": OutputConfig}
+
+
+@dataclass
+class FitArgs:
+    """System identification of joint dynamics by CMA-ES replay (see docs/fit.md)."""
+
+    runs: tyro.conf.OmitArgPrefixes[RunsConfig] = field(default_factory=RunsConfig)
+    search: tyro.conf.OmitArgPrefixes[SearchConfig] = field(default_factory=SearchConfig)
+    params: tyro.conf.OmitArgPrefixes[ParamsConfig] = field(default_factory=ParamsConfig)
+    loss: tyro.conf.OmitArgPrefixes[LossConfig] = field(default_factory=LossConfig)
+    replay: tyro.conf.OmitArgPrefixes[ReplayConfig] = field(default_factory=ReplayConfig)
+    output: tyro.conf.OmitArgPrefixes[OutputConfig] = field(default_factory=OutputConfig)
+
+    @classmethod
+    def build(cls, **flat) -> "FitArgs":
+        """Arguments from flat flag names (``FitArgs.build(real_csv=[...], num_envs=16)``); unknown names refused."""
+        return cls.from_dict(flat, strict=True)
+
+    @classmethod
+    def from_dict(cls, d: dict, strict: bool = False) -> "FitArgs":
+        """Read :meth:`to_dict`'s nested layout, or the flat layout of older ``config.json`` files.
+
+        Raises:
+            TypeError: ``strict`` and a name that no section has.
+        """
+        flat: dict = {}
+        for k, v in d.items():
+            if k in _SECTIONS and isinstance(v, dict):
+                flat.update(v)
+            else:
+                flat[k] = v
+        out = {}
+        used = set()
+        for name, typ in _SECTIONS.items():
+            names = {f.name for f in fields(typ)}
+            kw = {k: v for k, v in flat.items() if k in names}
+            used |= set(kw)
+            for k, v in kw.items():
+                if k.endswith("_bounds") and v is not None:
+                    kw[k] = tuple(v)
+            out[name] = typ(**kw)
+        unknown = set(flat) - used
+        if strict and unknown:
+            raise TypeError(f"unknown fit option(s): {', '.join(sorted(unknown))}")
+        return cls(**out)
+
+    def to_dict(self) -> dict:
+        """Nested by section, JSON-able (tuples as lists)."""
+        return {name: {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(getattr(self, name)).items()}
+                for name in _SECTIONS}

@@ -1,0 +1,214 @@
+"""The fit problem: runs, robot, parameter space, backend and weights, built and checked from a :class:`FitArgs`.
+
+Order of work (so failures are cheap): every option is checked first, then every
+run file (fit and held-out) is read and validated; a bad file stops everything
+with the loader's one-line error before a backend is built. The export stage
+rebuilds the same problem from a fit folder's ``config.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from isaaclab_sysid.data import RunFormatError, read_run
+from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.fit.backends import BackendUnavailableError, make_backend
+from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.fit.loss import LossWeights
+from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.robots import Robot, load_robot
+from isaaclab_sysid.sim.interface import ReplayBackend, ReplayOptions
+
+
+@dataclass
+class FitProblem:
+    """Everything a fit stage needs, built once.
+
+    Attributes:
+        runs: the fit runs; heldout: runs scored only after the fit.
+        robot: the robot (with ``--nominal`` inertials when given).
+        space: the fitted parameter space, labelled with ``robot.joint_names``.
+        backend: the replay backend, built for ``robot``.
+        weights: the MSE term weights; traj_weights: (R,) per-run loss weights.
+    """
+
+    runs: list[Run]
+    heldout: list[Run]
+    robot: Robot
+    space: ParamSpace
+    backend: ReplayBackend
+    weights: LossWeights
+    traj_weights: np.ndarray
+
+    @property
+    def all_runs(self) -> list[Run]:
+        return self.runs + self.heldout
+
+    def objective(self) -> ReplayObjective:
+        """The fit runs' objective (what the search stages score candidates against)."""
+        return ReplayObjective(self.space, self.backend, self.runs, self.weights, self.traj_weights)
+
+
+def check_args(args: FitArgs) -> None:
+    """Refuse an option that cannot work, before any file is read (one line naming the flag)."""
+    s, r = args.search, args.replay
+    if not args.runs.real_csv:
+        raise FitError("no runs: give at least one --real_csv FILE")
+    if s.num_envs < 2:
+        raise FitError("--num_envs must be at least 2")
+    if s.max_iter < 1:
+        raise FitError("--max_iter must be at least 1")
+    if s.refine_iter < 0:
+        raise FitError("--refine_iter must be >= 0 (0 turns the refinement off)")
+    if not (0 < s.sigma <= 1):
+        raise FitError("--sigma must lie in (0, 1] (it is a step in the normalized [0, 1] space)")
+    if args.output.save_interval < 1:
+        raise FitError("--save_interval must be at least 1 (generations)")
+    if r.warmup_ticks < 0:
+        raise FitError("--warmup_ticks must be >= 0")
+    if r.backend == "mujoco" and r.device != "cpu":
+        raise FitError(f"--device {r.device}: the mujoco backend runs on the CPU only; use --backend isaaclab for a GPU")
+
+
+def read_runs(csvs: Sequence[str], sidecars: Sequence[str], what: str = "--real_csv") -> list[Run]:
+    """Read and validate runs; sidecars pair with CSVs in order (missing ones default to ``<csv>.json``)."""
+    if len(sidecars) > len(csvs):
+        raise FitError(f"{len(sidecars)} sidecars given for {len(csvs)} {what} files (they pair in order)")
+    runs = []
+    for i, c in enumerate(csvs):
+        side = sidecars[i] if i < len(sidecars) else None
+        try:
+            runs.append(read_run(c, side))
+        except RunFormatError as exc:
+            raise FitError(str(exc)) from None
+    names = [r.name for r in runs]
+    if len(set(names)) != len(names):
+        raise FitError(f"two {what} runs share a name ({', '.join(names)}); rename one CSV")
+    return runs
+
+
+def parse_traj_weights(text: str | None, n_runs: int) -> np.ndarray:
+    """(n_runs,) per-run loss weights from ``--traj_weights`` (default 1 each)."""
+    if text is None or str(text).strip() == "":
+        return np.ones(n_runs)
+    try:
+        w = np.array([float(v) for v in str(text).split(",")], dtype=float)
+    except ValueError:
+        raise FitError(f"--traj_weights '{text}': expected comma-separated numbers, e.g. 1.0,1.5") from None
+    if w.size != n_runs:
+        raise FitError(f"--traj_weights has {w.size} values for {n_runs} --real_csv runs")
+    if np.any(~np.isfinite(w)) or np.any(w < 0):
+        raise FitError("--traj_weights must be finite and non-negative")
+    return w
+
+
+def build_space(args: FitArgs, joint_names: Sequence[str]) -> ParamSpace:
+    """The parameter space of ``--fit_groups`` with its bounds flags, labelled with the robot's joint names."""
+    groups = args.params.groups()
+    if not groups:
+        raise FitError("--fit_groups is empty")
+    specs = []
+    for g in groups:
+        bounds = args.params.bounds_of(g)
+        if bounds is None:
+            raise FitError(f"unknown parameter group '{g}' in --fit_groups ({', '.join(GROUPS)})")
+        try:
+            specs.append(GroupSpec(g, float(bounds[0]), float(bounds[1])))
+        except ValueError as exc:
+            raise FitError(str(exc)) from None
+    try:
+        return ParamSpace(specs, len(joint_names), joint_names)
+    except ValueError as exc:
+        raise FitError(str(exc)) from None
+
+
+def build_robot(args: FitArgs, runs: Sequence[Run]) -> Robot:
+    """The robot of ``--robot`` or the runs' sidecars, with ``--nominal`` inertials."""
+    names = {r.meta.robot for r in runs}
+    if args.replay.robot is None and len(names) > 1:
+        raise FitError(f"runs recorded on different robots: {', '.join(sorted(names))}")
+    robot = load_robot(args.replay.robot or next(iter(names)))
+    for r in runs:
+        if r.n_dof != robot.n_dof:
+            raise FitError(f"run {r.name} has {r.n_dof} joints, robot {robot.name} has {robot.n_dof}")
+    if args.replay.nominal:
+        from isaaclab_sysid.rigid_body.io import load_nominal  # Pinocchio: only when asked
+
+        try:
+            robot = robot.with_inertials(load_nominal(args.replay.nominal))
+        except Exception as exc:  # NominalFileError, OSError, JSON errors: one line naming the flag, no traceback
+            raise FitError(f"--nominal {args.replay.nominal}: {exc}") from None
+    return robot
+
+
+def build_backend(args: FitArgs, robot: Robot) -> ReplayBackend:
+    """The replay backend of ``--backend`` for ``robot``."""
+    r = args.replay
+    options = ReplayOptions(warmup_ticks=r.warmup_ticks, torque_clamp=r.torque_clamp, slew_limit=r.slew_limit)
+    # the isaaclab backend sizes its delay buffer to the delay bounds
+    kw = {"max_delay": max(4, int(max(args.params.delay_bounds)))} if r.backend == "isaaclab" else {}
+    try:
+        return make_backend(r.backend, robot, options, device=r.device, **kw)
+    except BackendUnavailableError as exc:
+        raise FitError(str(exc), code=3) from None
+    except ValueError as exc:
+        raise FitError(f"--backend {r.backend}: {exc}") from None
+
+
+def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProblem:
+    """Check the options, read the runs, build robot, space and backend (see module docstring)."""
+    check_args(args)
+    runs = read_runs(args.runs.real_csv, args.runs.real_sidecar, "--real_csv")
+    heldout = read_runs(args.runs.heldout_csv, args.runs.heldout_sidecar, "--heldout_csv") if args.runs.heldout_csv else []
+    clash = {r.name for r in runs} & {r.name for r in heldout}
+    if clash:
+        raise FitError(f"run(s) {', '.join(sorted(clash))} given both as fit and held-out runs")
+    tw = parse_traj_weights(args.runs.traj_weights, len(runs))
+    robot = build_robot(args, runs + heldout)
+    space = build_space(args, robot.joint_names)
+    slow = [r for r in runs if not r.is_1khz]
+    if "delay" in space.group_names and slow and not args.output.eval_params:
+        rates = ", ".join(f"{r.name} ({r.meta.control_rate_hz:g} Hz)" for r in slow)
+        log(f"note: {rates}: {'this is a log' if len(slow) == 1 else 'these are logs'} below 1 kHz; "
+            "a real arm's 50 Hz rows carry states up to 10 ms stale, which the fitted delay absorbs; "
+            "record with 1 kHz logging when the delay matters (docs/fit.md)")
+    backend = build_backend(args, robot)
+    bad = [g for g in space.group_names if g not in backend.supported_groups]
+    if bad:
+        raise FitError(f"backend '{args.replay.backend}' cannot represent parameter group(s) {', '.join(bad)} "
+                       f"(supported: {', '.join(sorted(backend.supported_groups))})")
+    return FitProblem(runs, heldout, robot, space, backend, LossWeights(args.loss.w_q, args.loss.w_dq, args.loss.w_x), tw)
+
+
+def start_point(spec: str, space: ParamSpace) -> np.ndarray:
+    """The CMA-ES start in the normalized space: ``low``, ``center`` or a params JSON file.
+
+    ``low`` (default) starts in the sliding regime (:meth:`ParamSpace.low_start`):
+    armature at 20 % of its range, friction and viscous at 5 %, the delay in the
+    middle. From the centre of the default bounds (2.5 N m of Coulomb friction) most
+    joints stick, the loss is flat in every direction that does not unstick them,
+    and the search wastes its generations there (docs/fit.md).
+
+    A file (a ``sysid_best_params.json``, a checkpoint, or a ``seed_fit.py`` seed) sets
+    the groups it holds (clipped to the bounds); groups it lacks keep the ``low`` start.
+    """
+    if spec == "center":
+        return np.full(space.dim, 0.5)
+    x = space.low_start()
+    if spec == "low":
+        return x
+    try:
+        given = FitResult.read(spec, space=space)
+    except (OSError, ValueError) as exc:
+        raise FitError(f"--x0 {spec}: expected low, center or a sysid_best_params.json/checkpoint ({exc})") from None
+    from_file = space.normalize({g: given.values.get(g, 0.0) for g in space.group_names})
+    for g in space.groups:
+        if g.name in given.values:
+            x[space.slice(g.name)] = from_file[space.slice(g.name)]
+    return x

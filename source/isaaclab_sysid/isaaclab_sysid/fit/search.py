@@ -1,0 +1,112 @@
+"""The search stage: CMA-ES generations, then the Levenberg-Marquardt refinement, checkpointed, into a :class:`FitResult`.
+
+Both optimizers report into one :class:`~isaaclab_sysid.fit.best.BestSoFar`; the
+:class:`~isaaclab_sysid.fit.state.FitState` (each stage's state plus that record)
+is checkpointed after every generation that ``save_interval`` selects and after
+every refinement iteration, so ``--resume`` repeats an interrupted fit exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from isaaclab_sysid.fit.best import BestSoFar
+from isaaclab_sysid.fit.checkpoint import latest_state, save_checkpoint
+from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings, GenerationRecord
+from isaaclab_sysid.fit.outputs import write_progress
+from isaaclab_sysid.fit.problem import FitProblem
+from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, RefineState, refine_line
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.state import FitState
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How the search runs.
+
+    Attributes:
+        cmaes: the CMA-ES settings (population, generations, step, seed, start).
+        refine_iter: Levenberg-Marquardt iterations per phase (0 = no refinement).
+        save_interval: checkpoint every this many generations (and at the end).
+        quiet: no per-generation progress line.
+    """
+
+    cmaes: CmaesSettings
+    refine_iter: int = 10
+    save_interval: int = 5
+    quiet: bool = False
+
+
+def progress_line(rec: GenerationRecord, max_iter: int, run_names: list[str]) -> str:
+    """One console line for a CMA-ES generation."""
+    contrib = ", ".join(f"{n} {c:.3e}" for n, c in zip(run_names, rec.contrib_best))
+    return (
+        f"[gen {rec.iteration:3d}/{max_iter}] best {rec.best:.4e}  median {rec.median:.4e}  "
+        f"best-so-far {rec.best_ever:.4e} | w*L of best: {contrib} | diverged {rec.n_diverged}/{rec.popsize} "
+        f"| sigma {rec.sigma:.3f} | {rec.wall_s:.1f} s"
+    )
+
+
+class Search:
+    """CMA-ES + refinement on one :class:`FitProblem`, writing progress and checkpoints to ``run_dir``."""
+
+    def __init__(self, problem: FitProblem, settings: SearchSettings, run_dir: Path, state: FitState | None = None,
+                 log: Callable[[str], None] = print,
+                 on_generation: Callable[[GenerationRecord], None] | None = None) -> None:
+        p = problem
+        self.problem = problem
+        self.settings = settings
+        self.run_dir = Path(run_dir)
+        self.log = log
+        self.on_generation = on_generation
+        best = state.best if state is not None else BestSoFar()
+        objective = p.objective()
+        self.cmaes = CmaesFit(objective, settings.cmaes, state=None if state is None else state.cmaes, best=best)
+        self.state = FitState(self.cmaes.state, best, None if state is None else state.refine)
+        self.refiner = LMRefiner(objective, RefineSettings(max_iter=settings.refine_iter), best=best)
+
+    @classmethod
+    def resumed(cls, problem: FitProblem, settings: SearchSettings, run_dir: Path, log: Callable[[str], None] = print,
+                **kw) -> "Search":
+        """A search continuing from ``run_dir``'s newest readable checkpoint (from the start if none)."""
+        state, ck = latest_state(run_dir, log)
+        log(f"resuming {run_dir} from {ck.name if ck else 'the start (no checkpoint yet)'}")
+        return cls(problem, settings, run_dir, state, log, **kw)
+
+    def result(self) -> FitResult:
+        """The fit result so far."""
+        refine = self.state.refine
+        return self.cmaes.result(None if refine is None else refine.summary())
+
+    def checkpoint(self) -> Path:
+        return save_checkpoint(self.state, self.result(), self.run_dir)
+
+    def _generation(self, rec: GenerationRecord, fit: CmaesFit) -> None:
+        if not self.settings.quiet:
+            self.log(progress_line(rec, self.settings.cmaes.max_iter, fit.run_names))
+        write_progress(self.run_dir, fit.state.history, fit.run_names)
+        if rec.iteration % self.settings.save_interval == 0 or fit.done:
+            self.checkpoint()
+        if self.on_generation is not None:
+            self.on_generation(rec)
+
+    def _refinement(self, rec: dict, _state: RefineState) -> None:
+        if not self.settings.quiet:
+            self.log(refine_line(rec, self.settings.refine_iter))
+        self.checkpoint()
+
+    def run(self, x0_extra: np.ndarray | None = None) -> FitResult:
+        """Run (or finish) both stages; ``x0_extra`` is a second refinement start (the CMA-ES start point)."""
+        self.cmaes.run(self._generation)
+        if self.settings.refine_iter > 0:
+            if self.state.refine is None:
+                extra = [] if x0_extra is None else [x0_extra]
+                self.state.refine = self.refiner.start(self.state.best.x, extra_starts=extra)
+                self.checkpoint()
+            self.refiner.run(self.state.refine, self._refinement)
+        write_progress(self.run_dir, self.cmaes.state.history, self.cmaes.run_names)
+        return self.result()
