@@ -22,9 +22,9 @@ $(VENV)/.stamp-core: setup.py extension.toml | $(PY)
 	$(PY) -m pip install -q -e ".[dev]"
 	@touch $@
 
-# + Isaac Lab 3.0 (Newton, kit-less CPU/GPU; about 8 GB, a few minutes the first time)
+# + Isaac Lab 3.0 (Newton, kit-less CPU/GPU; about 8 GB, a few minutes the first time) and the importers' extra
 $(VENV)/.stamp-isaaclab: setup.py extension.toml | $(PY)
-	$(PY) -m pip install -q -e ".[dev,isaaclab]"
+	$(PY) -m pip install -q -e ".[dev,isaaclab,import,ray]"
 	@touch $@ $(VENV)/.stamp-core
 
 venv: $(VENV)/.stamp-core
@@ -38,6 +38,7 @@ test: $(VENV)/.stamp-isaaclab
 bench: $(VENV)/.stamp-core
 	$(PY) benchmarks/replay_throughput.py
 	$(PY) benchmarks/fit_recovery.py --ci
+	$(PY) benchmarks/fit_matrix.py --ci
 
 clean-venv:
 	rm -rf $(VENV)

@@ -23,6 +23,8 @@ INSTALL_REQUIRES = [
     "rich>=13",
     "cvxpy>=1.5",
     "pyyaml>=6",
+    # report.html: zoomable real-vs-sim plots, plotly.js inlined (self-contained page)
+    "plotly>=5",
 ]
 
 EXTRAS = {
@@ -30,6 +32,11 @@ EXTRAS = {
     # Isaac Sim (PhysX backend) only installs on GPU workstations; see docs/backends.md.
     "isaacsim": ["isaacsim[all,extscache]"],
     "wandb": ["wandb"],
+    # importers (scripts/import_runs.py): ROS 2 bags in sqlite3 or MCAP storage (rosbags: pure Python,
+    # no ROS install) and LeRobot / Parquet tables (pyarrow). docs/data_format.md, "Importers".
+    "import": ["rosbags>=0.10", "pyarrow>=14"],
+    # --cluster ray (docs/cluster.md): plain ray, no dashboard; every machine of a cluster needs the same version.
+    "ray": ["ray>=2.52"],
     "dev": ["pytest>=8", "pytest-xdist>=3"],
 }
 

@@ -1,16 +1,22 @@
 #!/usr/bin/env python
 """The README's main job on the bundled example runs, CPU default (``make demo``).
 
-1. validates every bundled run (data/real_runs/, a simulated twin of a Franka
-   with hidden joint dynamics, see docs/twin.md);
-2. fits armature, Coulomb and viscous friction and the actuator delay on the
-   two fit runs (low chirp + multiband at kp 200/20) with the MuJoCo backend:
-   CMA-ES, then the Levenberg-Marquardt refinement;
-3. scores the result on the held-out run (another multiband at stiffer gains,
-   kp 500/30) against the nominal parameters, and writes the report;
+1. validates every bundled run (data/real_runs/: a simulated twin of a Franka with
+   hidden joint dynamics, 1 kHz logs, see docs/twin.md);
+2. fits armature, static and Coulomb friction (the static-friction group with its
+   Stribeck velocity: the twin's joints stick), viscous friction and the actuator
+   delay on the two fit runs (a joint-space multisine at joint PD and a low
+   task-space chirp at kp 200/20) with the MuJoCo backend: CMA-ES, then the
+   Levenberg-Marquardt refinement;
+3. scores the result on the held-out run (a task-space multiband at stiffer gains,
+   kp 500/30) against the nominal parameters, judges the model's adequacy against
+   the noise floor of two repeats of that run, and writes the report (report.md and
+   report.html);
 4. computes an interval for every fitted number and exports the fit to Isaac Lab
-   configs (actuator overrides + domain-randomization event terms) and a
-   neutral JSON/YAML file (scripts/export_dr.py).
+   configs (actuator overrides + domain-randomization event terms; PhysX, the
+   engine that has a static friction level) and a neutral JSON/YAML file;
+5. checks the answer against the twin's hidden truth (configs/twin/franka_demo.json,
+   known only because it is a twin) and exits non-zero if any check fails.
 
 Sized to finish in a few minutes on a 2-core laptop; the full-size fit is
 ``python scripts/sysid_franka_osc.py`` with its defaults (see README).
@@ -18,37 +24,83 @@ Sized to finish in a few minutes on a 2-core laptop; the full-size fit is
 
 from __future__ import annotations
 
+import json
 import sys
 
-from isaaclab_sysid.data import RunFormatError, read_run
-from isaaclab_sysid.fit.pipeline import FitArgs, FitError, run_fit
-from isaaclab_sysid.paths import LOGS_DIR, REAL_RUNS_DIR
+import numpy as np
 
-FIT_RUNS = ["twin_chirp_low_fit.csv", "twin_multiband_fit.csv"]
-HELDOUT_RUNS = ["twin_heldout_multiband.csv"]
+from isaaclab_sysid.data import RunFormatError, read_run
+from isaaclab_sysid.evaluate.metrics import rms_between_runs
+from isaaclab_sysid.fit.pipeline import FitArgs, FitError, run_fit
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.paths import LOGS_DIR, REAL_RUNS_DIR, REPO_ROOT
+from isaaclab_sysid.twin.demo import DEMO_FIT, DEMO_HELDOUT, DEMO_REPEAT, DEMO_RUNS
+from isaaclab_sysid.twin.params import load_twin_params
+
+TRUTH = REPO_ROOT / "configs" / "twin" / "franka_demo.json"
+GROUPS = "armature,mu_static,dynamic_ratio,stribeck_velocity,viscous,delay"
+MAX_FLOOR_RATIO = 1.5
+
+
+def truth_values() -> dict[str, np.ndarray]:
+    """The twin's hidden truth in the fit's groups (static friction model: Fs, Fc / Fs, vs)."""
+    p = load_twin_params(TRUTH)
+    fs = np.asarray(p.static_friction)
+    return {"armature": np.asarray(p.armature), "mu_static": fs, "dynamic_ratio": np.asarray(p.friction) / fs,
+            "stribeck_velocity": np.asarray(p.stribeck_velocity), "viscous": np.asarray(p.viscous),
+            "delay": np.array([p.delay])}
+
+
+def check_against_truth(run_dir, floor_mrad: float) -> bool:
+    """Print the checks of the demo's answer against the twin's truth; True when all pass."""
+    result = FitResult.read(run_dir / "sysid_best_params.json")
+    export = json.loads((run_dir / "export" / "sysid_dr.json").read_text())
+    ranges, truth = export["ranges"], truth_values()
+    outside = []
+    for e in result.space.entries():
+        v = float(truth[e.group][0 if e.joint is None else result.space.joint_names.index(e.joint)])
+        r = ranges.get(e.label)
+        if r is None or not (r["lower"] - 1e-12 <= v <= r["upper"] + 1e-12):
+            outside.append(f"{e.label} truth {v:.4g} range {None if r is None else [r['lower'], r['upper']]}")
+    hits = [h.label for h in result.at_bounds()]
+    unflagged = [h for h in hits if h not in export.get("unreliable", {})]
+    ev = json.loads((run_dir / "eval_result.json").read_text())
+    held = ev["runs"][DEMO_HELDOUT]["fitted"]["q_rms_all_mrad"]
+    checks = [
+        (f"delay exact: fitted {result.delay} ticks, truth {int(truth['delay'][0])}", result.delay == int(truth["delay"][0])),
+        (f"every true value inside its exported range ({result.space.dim - len(outside)}/{result.space.dim})"
+         + ("" if not outside else ": outside " + "; ".join(outside)), not outside),
+        (f"no value at a bound unless flagged (at a bound: {hits or 'none'})", not unflagged),
+        (f"held-out q RMS {held:.3f} mrad <= {MAX_FLOOR_RATIO} x noise floor {floor_mrad:.3f} mrad "
+         f"(ratio {held / floor_mrad:.2f})", held <= MAX_FLOOR_RATIO * floor_mrad),
+    ]
+    print("\nchecks against the twin's hidden truth (configs/twin/franka_demo.json; known only because it is a twin):")
+    for text, ok in checks:
+        print(f"  {'PASS' if ok else 'FAIL'}  {text}")
+    return all(ok for _, ok in checks)
 
 
 def main() -> int:
     import argparse
 
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
-    for name in FIT_RUNS + HELDOUT_RUNS:
+    runs = {}
+    for name, *_ in DEMO_RUNS:
         try:
-            run = read_run(REAL_RUNS_DIR / name)
+            run = read_run(REAL_RUNS_DIR / f"{name}.csv")
         except RunFormatError as exc:
             print(f"FAIL {exc}", file=sys.stderr)
             return 2
-        print(f"OK {name}: {run.n_samples} rows, {run.meta.controller}, {run.duration:.1f} s, "
+        runs[name] = run
+        print(f"OK {name}: {run.n_samples} rows at {run.meta.log_rate_hz:g} Hz, {run.meta.controller}, {run.duration:.1f} s, "
               f"kp {run.meta.kp[0]:g}/{run.meta.kp[3]:g}")
+    floor = rms_between_runs(runs[DEMO_HELDOUT], runs[DEMO_REPEAT])["q_rms_all_mrad"]
+    print(f"noise floor: q RMS between two repeats of the held-out run {floor:.4f} mrad")
     args = FitArgs.build(
-        real_csv=[str(REAL_RUNS_DIR / n) for n in FIT_RUNS],
-        heldout_csv=[str(REAL_RUNS_DIR / n) for n in HELDOUT_RUNS],
-        num_envs=16,
-        max_iter=10,
-        refine_iter=4,
-        slew_limit=True,
-        torque_clamp=True,
-        log_dir=str(LOGS_DIR / "sysid_franka"),
+        real_csv=[str(REAL_RUNS_DIR / f"{n}.csv") for n in DEMO_FIT],
+        heldout_csv=[str(REAL_RUNS_DIR / f"{DEMO_HELDOUT}.csv")],
+        fit_groups=GROUPS, viscous_bounds=(0.0, 2.0), num_envs=16, max_iter=8, refine_iter=12, refine_delay_neighbours=1, substeps=2,
+        slew_limit=True, torque_clamp=True, noise_floor_mrad=floor, log_dir=str(LOGS_DIR / "sysid_franka"),
     )
     try:
         run_dir = run_fit(args)
@@ -57,9 +109,12 @@ def main() -> int:
         return exc.code
     import export_dr  # scripts/export_dr.py, beside this file
 
-    code = export_dr.main(export_dr.Args(fit_dir=str(run_dir)))
-    print(f"\ndemo done: report {run_dir / 'report.md'}, exported configs in {run_dir / 'export'}")
-    return code
+    code = export_dr.main(export_dr.Args(fit_dir=str(run_dir), physics="physx"))
+    if code != 0:
+        return code
+    ok = check_against_truth(run_dir, floor)
+    print(f"\ndemo done: report {run_dir / 'report.html'} (and report.md), exported configs in {run_dir / 'export'}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

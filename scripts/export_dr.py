@@ -6,12 +6,16 @@ scripts/sysid_franka_osc.py), computes the intervals once (one batched rollout;
 cached in <fit_dir>/intervals.json) and writes to --out_dir:
 
   sysid_dr.json / sysid_dr.yaml   values, intervals (every method), ranges, policy, warnings
-  sysid_dr_isaaclab.py            DelayedPDActuatorCfg overrides + EventTermCfg terms
-                                  (randomize_joint_parameters per joint, randomize_rigid_body_mass per link)
+  sysid_dr_isaaclab.py            DelayedPDActuatorCfg overrides + EventTermCfg terms (per joint one term drawing
+                                  armature, friction and viscous friction each from its own range; the actuator
+                                  delay; randomize_rigid_body_mass per link)
+  <robot>_sysid.usda, <robot>.usdc  with --usd: the arm's USD with the fitted joint physics as the variant
+                                  Physics = "sysid" (UsdFileCfg(variants={"Physics": "sysid"}))
 
 Example:
     python scripts/export_dr.py --fit_dir logs/sysid_franka/2026-01-01_12-00-00 \\
-        --rb_params logs/rigid_body/rb_params.json --out_dir configs/exported/franka
+        --rb_params logs/rigid_body/rb_params.json --out_dir configs/exported/franka --usd
+    python scripts/check_export.py --fit_dir logs/sysid_franka/2026-01-01_12-00-00   # apply it in Isaac Lab, read back
 See docs/intervals_and_export.md.
 """
 
@@ -58,13 +62,21 @@ class Args:
     """Numbers with an unbounded interval: randomize over the fit's search bounds, or emit no term (a warning either way)."""
     delay_margin: int | None = None
     """Ticks (1 ms) added to each side of the delay interval (default: 1 if rho > 2, else 0)."""
-    viscous: Literal["envelope", "coulomb"] = "envelope"
-    """randomize_joint_parameters scales static/dynamic/viscous friction by one factor: its range covers both the Coulomb
-    and the viscous range (envelope) or follows the Coulomb range (coulomb)."""
+    viscous: Literal["independent", "envelope", "coulomb"] = "independent"
+    """Joint terms: independent (the module's own term draws armature, Coulomb and viscous friction each from its own
+    range), or Isaac Lab's randomize_joint_parameters, which scales static/dynamic/viscous friction by one factor whose
+    range covers both the Coulomb and the viscous range (envelope: a range can be exceeded) or follows the Coulomb one."""
+    physics: Literal["newton", "physx"] = "newton"
+    """Physics backend of the Isaac Lab task: friction is a torque [N m] on both (Newton: MJWarp frictionloss; PhysX 5:
+    static/dynamic friction efforts); PhysX before Isaac Sim 5 (a unitless coefficient) is refused when the module runs,
+    and a static/dynamic friction fit is refused for Newton (one Coulomb level)."""
+    usd: bool = False
+    """Also write <robot>_sysid.usda (+ <robot>.usdc): the fitted joint physics as the USD variant Physics = "sysid"."""
     asset_name: str = "robot"
     """Scene entity name of the arm in the Isaac Lab task (SceneEntityCfg)."""
     physics_dt: float = TICK_S
-    """Physics step of the Isaac Lab task [s]; the delay (1 ms ticks) is converted to steps, range rounded outward."""
+    """Physics step sim.dt of the Isaac Lab task [s]; every delay (1 ms ticks) must be a whole number of steps (else refused).
+    The delay counts physics steps whatever the task's decimation."""
     quiet: bool = False
     """Print only warnings and the output paths."""
 
@@ -86,7 +98,10 @@ def main(args: Args) -> int:
         policy = RangePolicy(allowance=args.allowance, combine=args.combine, rel_margin=args.rel_margin,
                              unidentified=args.unidentified, delay_margin=args.delay_margin, rho_override=args.rho)
         out = Path(args.out_dir) if args.out_dir else ctx.fit_dir / "export"
-        paths, warns = export(ctx, out, rep, policy, args.rb_params, args.asset_name, args.viscous, args.physics_dt)
+        paths, warns = export(ctx, out, rep, policy, args.rb_params, args.asset_name, args.viscous, args.physics_dt,
+                              physics=args.physics)
+        if args.usd:
+            paths["usd"] = _write_usd(ctx, out, args.physics)
     except (ExportError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -102,6 +117,20 @@ def main(args: Args) -> int:
     for k, p in paths.items():
         print(f"wrote {k}: {p}")
     return 0
+
+
+def _write_usd(ctx, out, physics: str):
+    """The fitted joint physics as the USD physics variant (export/usd_variant.py) of the fit's arm."""
+    from isaaclab_sysid.export.build import ExportError
+    from isaaclab_sysid.export.check import robot_of_fit
+    from isaaclab_sysid.fit.result import RESULT_FILE
+
+    try:
+        from isaaclab_sysid.export.usd_variant import write_physics_variant
+
+        return write_physics_variant(robot_of_fit(ctx.fit_dir), ctx.result.values, out, physics, str(ctx.fit_dir / RESULT_FILE))
+    except ImportError as exc:
+        raise ExportError(f"--usd needs pxr and urdf-usd-converter (pip install -e '.[isaaclab]'): {exc}") from None
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ class Args:
     out: Path = REPO_ROOT / "logs" / "twin"
     """output folder (CSV + sidecar JSON per run)"""
     demo: bool = False
-    """write the bundled demo runs to data/real_runs/ (ignores the target options)"""
+    """write the bundled demo runs to data/real_runs/ (twin/demo.py DEMO_RUNS: 1 kHz, and one 50 Hz copy; ignores the
+    target and seed options)"""
     target_run: Path | None = None
     """take controller, gains, q_init and setpoints from this run (CSV with sidecar)"""
     waveform: Literal["multiband", "chirp"] = "multiband"
@@ -64,17 +65,18 @@ def main(args: Args) -> None:
     robot = load_robot(params.robot)
     if args.demo:
         out = REPO_ROOT / "data" / "real_runs"
-        targets = demo_targets(robot)
+        jobs = [(t, seed, rate, t.name) for t, seed, rate in demo_targets(robot)]
     else:
         out = args.out
         if args.target_run is not None:
             targets = [read_run(args.target_run)]
         else:
             targets = [task_target(robot, args.waveform, args.duration, args.kp_trans, args.kp_rot, args.target_seed)]
-    for i, target in enumerate(targets):
-        name = args.name if (args.name and len(targets) == 1) else target.name
-        run = record_twin(robot, target, params, seed=args.seed + i, log_rate_hz=float(TICK_HZ) if args.log_1khz else None,
-                          name=name)
+        rate = float(TICK_HZ) if args.log_1khz else None
+        jobs = [(t, args.seed + i, rate, args.name if (args.name and len(targets) == 1) else t.name)
+                for i, t in enumerate(targets)]
+    for target, seed, rate, name in jobs:
+        run = record_twin(robot, target, params, seed=seed, log_rate_hz=rate, name=name)
         csv, side = write_run(run, Path(out) / f"{name}.csv")
         print(f"wrote {csv} ({run.n_samples} rows, {run.duration:.2f} s) and {side.name}")
 

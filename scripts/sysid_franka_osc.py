@@ -18,7 +18,7 @@ eval_rollout_<run>.csv, PNG plots and report.md.
 
 Example (bundled runs, CPU):
     python scripts/sysid_franka_osc.py \\
-        --real_csv data/real_runs/twin_chirp_low_fit.csv --real_csv data/real_runs/twin_multiband_fit.csv \\
+        --real_csv data/real_runs/twin_chirp_low_fit.csv --real_csv data/real_runs/twin_joint_multisine_fit.csv \\
         --heldout_csv data/real_runs/twin_heldout_multiband.csv --num_envs 16 --max_iter 8
 """
 

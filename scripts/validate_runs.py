@@ -3,9 +3,15 @@
 
 Usage:
     python scripts/validate_runs.py data/real_runs/*.csv logs/runs.h5
+    python scripts/validate_runs.py franka_logs/chirp_low.csv      # the Franka tooling's schema 2
+    python scripts/validate_runs.py ring.csv --split_at_gaps --split_out pieces/   # a ring log with gaps
 
 A CSV pairs with the sidecar of the same name (``.json``); an ``.h5``/``.hdf5``
-file is checked run by run. Exits 1 when any file fails, 0 otherwise.
+file is checked run by run. The project's schema 1 and the Franka tooling's
+schema 2 (50 Hz log or 1 kHz ring log with ``<stem>_targets.csv``) are both read;
+for a run that does not record the control law, the EE point or the torque
+limits, the line names the fit flags that must state them. Exits 1 when any
+file fails, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -16,7 +22,10 @@ from pathlib import Path
 
 import tyro
 
-from isaaclab_sysid.data import RunFormatError, read_run, read_runs_hdf5
+from isaaclab_sysid.data import RunFormatError, read_runs_hdf5
+from isaaclab_sysid.data.csv_io import read_run_pieces
+from isaaclab_sysid.data.importers.common import write_imported
+from isaaclab_sysid.data.run import Run
 
 
 @dataclass
@@ -25,6 +34,24 @@ class Args:
 
     files: tyro.conf.Positional[tuple[Path, ...]]
     """Run CSVs (sidecar = same name with .json) and/or HDF5 files."""
+    admit_aborted: bool = False
+    """Schema 2: accept runs recorded as aborted (sidecar abort.code != 0), truncated at the abort time."""
+    split_at_gaps: bool = False
+    """Schema 2 ring logs: accept gaps and resets by splitting the log at them (reports the pieces)."""
+    split_out: Path | None = None
+    """With --split_at_gaps: write the pieces there as schema-1 runs (validated, all or nothing); what the log does
+    not record (law, EE point, limits) stays unrecorded, so the fit still needs their flags."""
+
+
+def describe(run: Run) -> str:
+    """``rows, controller, rate`` and, for a run that does not record them, the facts the fit must be told."""
+    text = f"{run.n_samples} rows, {run.meta.controller}, {run.meta.log_rate_hz:g} Hz"
+    if run.meta.schema_version == 2:
+        text += ", schema 2 (Franka tooling)"
+    if run.meta.unrecorded:
+        text += f"; does not record {', '.join(run.meta.unrecorded)}: the fit needs " + ", ".join(
+            f"--{f}" for f in run.meta.unrecorded)
+    return text
 
 
 def main(args: Args) -> int:
@@ -38,13 +65,20 @@ def main(args: Args) -> int:
                 runs = read_runs_hdf5(path)
                 print(f"OK {path} ({len(runs)} runs)")
             else:
-                run = read_run(path)
-                print(f"OK {path} ({run.n_samples} rows, {run.meta.controller}, {run.meta.log_rate_hz:g} Hz)")
-        except RunFormatError as exc:
+                pieces = read_run_pieces(path, admit_abort=args.admit_aborted, split_at_gaps=args.split_at_gaps)
+                if len(pieces) == 1:
+                    print(f"OK {path} ({describe(pieces[0])})")
+                else:
+                    print(f"OK {path} ({len(pieces)} pieces split at gaps: "
+                          + "; ".join(f"{p.name}: {describe(p)}" for p in pieces) + ")")
+                if args.split_out is not None and len(pieces) > 1:
+                    for p in write_imported(pieces, args.split_out):
+                        print(f"wrote {p}")
+        except (RunFormatError, FileExistsError) as exc:
             failed += 1
             print(f"FAIL {exc}")
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args)))
+    sys.exit(main(tyro.cli(Args, use_underscores=True)))

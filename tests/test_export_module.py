@@ -66,7 +66,7 @@ def _export(tmp_path, **kw):
     d = _fit_dir(tmp_path)
     ctx = FitContext.load(d)
     rep = read_intervals(d / "intervals.json")
-    paths, warns = export(ctx, tmp_path / "out", rep, RangePolicy(**kw))
+    paths, warns = export(ctx, tmp_path / "out", rep, RangePolicy(**kw), viscous="envelope")  # the stock-term path
     return paths, warns
 
 

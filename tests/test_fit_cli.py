@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def _cli(*args, **kw):
 def _fit_args(twin_csvs, log_dir, iters=6, extra=()):
     c200, c500, mb = twin_csvs
     return ["--real_csv", c200, "--real_csv", c500, "--heldout_csv", mb, "--num_envs", 8, "--max_iter", iters,
-            "--seed", 3, "--save_interval", 2, "--log_dir", log_dir, *extra]
+            "--seed", 3, "--save_interval", 2, "--log_dir", log_dir, "--state_age_ms", 0, *extra]
 
 
 def test_help_states_every_flag_with_units():
@@ -63,8 +64,9 @@ def test_help_states_every_flag_with_units():
                  "--delay_bounds", "--w_q", "--w_dq", "--w_x", "--save_interval", "--log_dir", "--resume",
                  "--eval_params", "--nominal", "--wandb", "--headless"):
         assert flag in out, flag
-    for unit in ("kg m^2", "N m s/rad", "ticks"):
-        assert unit in out
+    flat = re.sub(r"[\s\u2502]+", " ", out)  # the help's box layout wraps lines anywhere
+    for unit in ("kg m^2", "N m s/rad", "ticks", "rad/s"):
+        assert unit in flat, unit
 
 
 def test_bad_run_file_stops_before_simulation(tmp_path, twin_csvs):
@@ -76,7 +78,7 @@ def test_bad_run_file_stops_before_simulation(tmp_path, twin_csvs):
     bad.write_text("\n".join(lines) + "\n")
     (tmp_path / "bad.json").write_text(Path(twin_csvs[0]).with_suffix(".json").read_text())
     log_dir = tmp_path / "logs"
-    r = _cli("--real_csv", twin_csvs[1], "--real_csv", bad, "--log_dir", log_dir)
+    r = _cli("--real_csv", twin_csvs[1], "--real_csv", bad, "--log_dir", log_dir, "--state_age_ms", 0)
     assert r.returncode != 0
     assert "Traceback" not in r.stderr
     err = r.stderr.strip().splitlines()
@@ -92,8 +94,8 @@ def test_fit_outputs_and_eval_params(tmp_path, twin_csvs):
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("[gen")]
     assert len(lines) == 3 and "w*L of best: c200" in lines[0] and "diverged" in lines[0]
     for f in ("config.json", "progress.csv", "checkpoint_2.json", "checkpoint_3.json", "sysid_best_params.json",
-              "eval_result.json", "eval_rollout_c200.csv", "eval_rollout_mb.csv", "report.md", "convergence.png",
-              "real_vs_sim_mb.png", "rms_per_joint.png"):
+              "eval_result.json", "eval_rollout_c200.csv", "eval_rollout_mb.csv", "report.md", "report.html",
+              "convergence.png", "real_vs_sim_mb.png", "rms_per_joint.png"):
         assert (run_dir / f).is_file(), f
     cfg = json.loads((run_dir / "config.json").read_text())
     assert cfg["args"]["search"]["num_envs"] == 8 and cfg["packages"]["cma"] and "commit" in cfg["git"]
@@ -106,9 +108,11 @@ def test_fit_outputs_and_eval_params(tmp_path, twin_csvs):
     # labels carry the robot's joint names (export needs no guessing)
     assert res["param_space"]["joint_names"][0] == "panda_joint1"
     assert res["param_space"]["labels"][0] == "armature[panda_joint1]"
-    assert "Held-out" in (run_dir / "report.md").read_text()
+    md = (run_dir / "report.md").read_text()
+    assert "Held-out" in md and "## Model adequacy" in md and res["adequacy"]["verdict"] in md
 
-    r = _cli("--real_csv", twin_csvs[2], "--eval_params", run_dir / "checkpoint_2.json", "--log_dir", tmp_path / "ev")
+    r = _cli("--real_csv", twin_csvs[2], "--eval_params", run_dir / "checkpoint_2.json", "--log_dir", tmp_path / "ev",
+             "--state_age_ms", 0)
     assert r.returncode == 0, r.stderr
     assert "q RMS panda_joint1 [mrad]" in r.stdout and "EE RMS [mm]" in r.stdout and "baseline" in r.stdout
     (ev_dir,) = list((tmp_path / "ev").iterdir())
@@ -123,12 +127,39 @@ def test_fit_outputs_and_eval_params(tmp_path, twin_csvs):
 
 def test_flags_that_cannot_apply_are_refused(tmp_path, twin_csvs):
     for extra, flag in ((["--device", "cuda:0"], "--device"), (["--num_envs", "1"], "--num_envs"),
-                        (["--save_interval", "0"], "--save_interval")):
+                        (["--save_interval", "0"], "--save_interval"), ([], "--state_age_ms"),
+                        (["--state_age_ms", "0", "--fit_groups", "armature,friction,mu_static"], "--fit_groups")):
         r = _cli("--real_csv", twin_csvs[0], "--log_dir", tmp_path / "x", *extra)
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         (line,) = r.stderr.strip().splitlines()
         assert flag in line
     assert not (tmp_path / "x").exists()
+
+
+def test_a_fit_whose_best_candidate_diverged_exits_nonzero_and_writes_no_result(tmp_path, twin_csvs, monkeypatch, capsys):
+    """Every candidate diverging (e.g. --delay_bounds 0 400 on the demo runs) is an error, not a result."""
+    import isaaclab_sysid.fit.problem as problem
+    from isaaclab_sysid.fit.pipeline import FitArgs, main_from_args
+
+    real = problem.make_backend
+
+    class Diverging:
+        def __init__(self, inner):
+            self.inner, self.name, self.supported_groups = inner, inner.name, inner.supported_groups
+
+        def rollout(self, batch, runs, **kw):
+            outs = self.inner.rollout(batch, runs, **kw)
+            for o in outs:
+                o.diverged[:] = True
+            return outs
+
+    monkeypatch.setattr(problem, "make_backend", lambda *a, **k: Diverging(real(*a, **k)))
+    args = FitArgs.build(real_csv=[twin_csvs[1]], num_envs=4, max_iter=1, refine_iter=0, log_dir=str(tmp_path / "logs"),
+                         state_age_ms=0, plots=False, quiet=True)
+    assert main_from_args(args) == 4
+    assert "diverged" in capsys.readouterr().err
+    (run_dir,) = list((tmp_path / "logs").iterdir())
+    assert not (run_dir / "sysid_best_params.json").exists() and not (run_dir / "report.md").exists()
 
 
 def test_sigkill_then_resume_matches_uninterrupted(tmp_path, twin_csvs):

@@ -40,7 +40,7 @@ def test_fit_cli_runs_with_isaaclab_backend(tmp_path):
     log_dir = tmp_path / "logs"
     cmd = [sys.executable, str(ROOT / "scripts" / "sysid_franka_osc.py"), "--real_csv", csvs[0], "--heldout_csv", csvs[1],
            "--backend", "isaaclab", "--device", "cpu", "--num_envs", "4", "--max_iter", "2", "--refine_iter", "0", "--log_dir", str(log_dir),
-           "--no-plots"]
+           "--no-plots", "--state_age_ms", "0"]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600, env=dict(os.environ, PYTHONHASHSEED="0"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (run_dir,) = list(log_dir.iterdir())

@@ -210,13 +210,26 @@ def test_diverging_candidate_flagged_neighbours_unaffected(robot):
     np.testing.assert_array_equal(out.q[[0, 2]], ref.q[[0, 2]])
 
 
-def test_unsupported_groups_refused(robot, backend):
-    run = step_run(robot)
-    for g in ("mu_static", "dynamic_ratio"):
-        b = batch()
-        setattr(b, g, np.ones((1, N)))
-        with pytest.raises(UnsupportedParameterError, match=g):
-            backend.rollout(b, [run])
+def test_static_friction_group_is_the_twins_stribeck_model(robot, backend):
+    """mu_static + dynamic_ratio (+ stribeck_velocity) per candidate replays exactly like a backend built with
+    that Stribeck friction (the twin's), and ambiguous or incomplete groups are refused."""
+    from isaaclab_sysid.sim.mujoco_backend import StribeckFriction
+
+    run = step_run(robot, amp=0.2)
+    fs, fc, vs = np.full(N, 0.6), np.full(N, 0.4), np.linspace(0.03, 0.07, N)
+    fixed = MujocoBackend(robot, ReplayOptions(), n_threads=1, stribeck=StribeckFriction(fs, vs))
+    ref = fixed.rollout(batch(fr=0.4), [run])[0]
+    b = CandidateBatch(armature=np.full((2, N), 0.1), viscous=np.full((2, N), 0.2), delay=np.zeros(2, dtype=int),
+                       mu_static=np.tile(fs, (2, 1)), dynamic_ratio=np.tile(fc / fs, (2, 1)), stribeck_velocity=np.tile(vs, (2, 1)))
+    out = backend.rollout(b, [run])[0]
+    np.testing.assert_allclose(out.q[1], ref.q[0], rtol=0, atol=1e-12)
+    coulomb = backend.rollout(batch(fr=0.4), [run])[0]
+    assert np.max(np.abs(coulomb.q[0] - ref.q[0])) > 1e-6  # the static part changes the motion
+    fixed.close()
+    for bad in (dict(friction=np.ones((1, N)), mu_static=np.ones((1, N))), dict(dynamic_ratio=np.ones((1, N))),
+                dict(mu_static=np.ones((1, N)), dynamic_ratio=np.full((1, N), 1.5))):
+        with pytest.raises(ValueError):
+            backend.rollout(CandidateBatch(armature=np.full((1, N), 0.1), **bad), [run])
 
 
 def test_bad_batches_refused(robot, backend):

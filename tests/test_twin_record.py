@@ -107,10 +107,18 @@ def test_realism_knobs(robot, target):
 def test_demo_config_and_bundled_runs(robot):
     p = load_twin_params(REPO_ROOT / "configs" / "twin" / "franka_demo.json")
     assert p.friction_model == "stribeck" and p.substeps > 1 and p.delay > 0
-    for name in ("twin_multiband_fit", "twin_chirp_low_fit", "twin_heldout_multiband"):
+    from isaaclab_sysid.twin.demo import DEMO_RUNS, demo_targets
+
+    for (name, kind, *_rest, rate), (target, seed, _) in zip(DEMO_RUNS, demo_targets(robot)):
         run = read_run(REPO_ROOT / "data" / "real_runs" / f"{name}.csv")
-        assert run.meta.controller == "task_impedance" and run.meta.log_rate_hz == 50.0
+        assert run.meta.log_rate_hz == rate and run.meta.controller == target.meta.controller
+        assert run.meta.controller == ("joint_pd" if kind == "joint_multisine" else "task_impedance")
         assert np.ptp(run.q, axis=0).max() > 0.1
+    # the bundled files are what `record_twin.py --demo` writes (reproducible from the JSON truth and the seeds)
+    target, seed, rate = demo_targets(robot)[1]
+    again = record_twin(robot, target, p, seed=seed, log_rate_hz=rate, name=target.name)
+    bundled = read_run(REPO_ROOT / "data" / "real_runs" / f"{target.name}.csv")
+    np.testing.assert_allclose(again.q, bundled.q, rtol=0, atol=1e-8)
 
 
 def test_bad_twin_json_refused(tmp_path):

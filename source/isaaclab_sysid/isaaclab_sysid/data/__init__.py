@@ -2,7 +2,7 @@
 
 from isaaclab_sysid.data.errors import RunFormatError
 from isaaclab_sysid.data.run import ImpedanceLaw, Run, RunMeta
-from isaaclab_sysid.data.csv_io import read_run, write_run
+from isaaclab_sysid.data.csv_io import read_run, read_run_pieces, write_run
 from isaaclab_sysid.data.hdf5_io import read_runs_hdf5, write_runs_hdf5
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "RunFormatError",
     "RunMeta",
     "read_run",
+    "read_run_pieces",
     "read_runs_hdf5",
     "write_run",
     "write_runs_hdf5",

@@ -11,6 +11,7 @@ import numpy as np
 
 from isaaclab_sysid.data.errors import RunFormatError
 from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.data.schema import torque_cols
 from isaaclab_sysid.data.sidecar import meta_to_dict, parse_sidecar
 from isaaclab_sysid.data.table import robot_limits, run_to_table, table_to_run
 from isaaclab_sysid.data.validate import check_header, check_values
@@ -67,6 +68,6 @@ def read_runs_hdf5(path: str | Path) -> list[Run]:
                 if shape != t_shape:
                     raise RunFormatError(file, None, c, f"dataset has shape {shape}, t_s has {t_shape}")
             table = {c: np.asarray(g[c][()], dtype=np.float64) for c in columns}
-            check_values(table, meta, q_lo, q_hi, file, row_of=1)
+            check_values(table, meta, q_lo, q_hi, file, row_of=1, allow_nan=torque_cols(n_dof))
             runs.append(table_to_run(table, meta, n_dof, name, path))
     return runs

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -11,23 +11,33 @@ import numpy as np
 from isaaclab_sysid.timebase import TICK_HZ
 
 
+#: Facts that change the replay but that a log may not record (the Franka tooling's schema 2
+#: records none of them). The fit takes each from the flag of the same name
+#: (``--orientation_error``, ...); docs/data_format.md.
+REPLAY_FACTS = ("orientation_error", "coriolis_compensation", "ee_offset", "torque_limit", "torque_rate_limit")
+#: The facts of :data:`REPLAY_FACTS` that make up the impedance law (the rest belong to the robot).
+LAW_FACTS = ("orientation_error", "coriolis_compensation")
+
+
 @dataclass(frozen=True)
 class ImpedanceLaw:
     """How the real arm's task-space impedance controller computes its torque.
 
     Attributes:
         coriolis_compensation: the controller adds C(q, qd) qd (libfranka examples do).
-        orientation_error: ``"quat"`` = 2 vec(q_des q^-1) (Franka example convention,
-            sign-corrected to the short way), ``"rotvec"`` = rotation vector of R_des R^T.
+        orientation_error: the rotational error, world frame, short way (docs/data_format.md):
+            ``"rotvec"`` = rotation vector of R_des R^T; ``"quat_vec"`` = vec(q_des q^-1), about
+            half the angle (libfranka's and franka_ros's cartesian_impedance_example);
+            ``"quat_2vec"`` = 2 vec(q_des q^-1) (what schema-1 ``"quat"`` means).
         max_position_error: clip of the translational error norm [m], or None.
-        max_orientation_error: clip of the rotational error norm [rad], or None.
+        max_orientation_error: clip of the rotational error norm (in the convention's units), or None.
         nullspace_stiffness: joint stiffness toward ``q_rest`` projected into the
             Jacobian's null space [N m/rad] (0 = off); damping is 2 sqrt of it.
         q_rest: (N,) rest posture [rad] for the null-space term, or None (= q_init).
     """
 
     coriolis_compensation: bool = True
-    orientation_error: str = "quat"
+    orientation_error: str = "quat_2vec"
     max_position_error: float | None = None
     max_orientation_error: float | None = None
     nullspace_stiffness: float = 0.0
@@ -50,10 +60,14 @@ class RunMeta:
         anchor_quat: (4,) anchor orientation, xyzw.
         kp: joint_pd (N,) [N m/rad]; task_impedance (6,) [N/m x3, N m/rad x3].
         kd: joint_pd (N,) [N m s/rad]; task_impedance (6,) [N s/m x3, N m s/rad x3].
-        impedance: the task_impedance law (ignored for joint_pd).
+        impedance: the task_impedance law (ignored for joint_pd); None when the log does
+            not record it (schema 2) until it is stated (:meth:`Run.with_law`).
         gravity_compensated: the real controller cancelled gravity (replay gravity-free).
         excitation: free-form description of the excitation design.
-        summary: free-form summary written by the recorder.
+        summary: free-form summary written by the recorder (importers add an ``import`` record).
+        unrecorded: the :data:`REPLAY_FACTS` this log does not record (schema 2: all of them);
+            whoever replays the run must state them.
+        source_format: ``"isaaclab_sysid/1"`` (the project's schema) or ``"franka_tooling/2"``.
     """
 
     robot: str
@@ -66,11 +80,13 @@ class RunMeta:
     anchor_quat: np.ndarray
     kp: np.ndarray
     kd: np.ndarray
-    impedance: ImpedanceLaw = field(default_factory=ImpedanceLaw)
+    impedance: ImpedanceLaw | None = field(default_factory=ImpedanceLaw)
     gravity_compensated: bool = True
     excitation: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     schema_version: int = 1
+    unrecorded: tuple[str, ...] = ()
+    source_format: str = "isaaclab_sysid/1"
 
 
 @dataclass
@@ -129,6 +145,11 @@ class Run:
     def duration(self) -> float:
         """Length of the logged time base [s]."""
         return float(self.sample_ticks()[-1]) / TICK_HZ
+
+    def with_law(self, law: ImpedanceLaw) -> "Run":
+        """This run with its impedance law stated (the law facts leave ``meta.unrecorded``); arrays are shared."""
+        meta = replace(self.meta, impedance=law, unrecorded=tuple(f for f in self.meta.unrecorded if f not in LAW_FACTS))
+        return replace(self, meta=meta)
 
     def targets(self) -> np.ndarray:
         """(T, D) setpoint of each row: q_des (D = N) or x_des ++ quat_des (D = 7)."""

@@ -1,4 +1,4 @@
-"""Column names and constants of the run format (schema version 1). See docs/data_format.md.
+"""Column names and constants of the run format (schema version 1; schema 2 is read by ``franka_v2``). See docs/data_format.md.
 
 ``TICK_HZ`` (the physics rate every replay runs at [Hz]) is re-exported from
 :mod:`isaaclab_sysid.timebase`, where it is defined.
@@ -9,9 +9,15 @@ from __future__ import annotations
 from isaaclab_sysid.timebase import TICK_HZ  # noqa: F401 - re-exported (rigid_body/ and excitation/ import it from here)
 
 SCHEMA_VERSION = 1
-SUPPORTED_SCHEMA_VERSIONS = (1,)
+#: 1: the project's own schema; 2: the Franka tooling's logs (read by :mod:`isaaclab_sysid.data.franka_v2`).
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 CONTROLLERS = ("joint_pd", "task_impedance")
-ORIENTATION_ERRORS = ("quat", "rotvec")
+#: Orientation-error conventions, named by what they compute (docs/data_format.md):
+#: ``rotvec`` = rotation vector of R_des R^T; ``quat_vec`` = vec(q_des q^-1) (libfranka's and
+#: franka_ros's cartesian_impedance_example); ``quat_2vec`` = 2 vec(q_des q^-1).
+ORIENTATION_ERRORS = ("rotvec", "quat_vec", "quat_2vec")
+#: Deprecated names still read from schema-1 sidecars (with a one-line note): old name -> convention.
+LEGACY_ORIENTATION_ERRORS = {"quat": "quat_2vec"}
 #: Tolerance on |quaternion| - 1 before a row is refused.
 QUAT_NORM_TOL = 1e-3
 #: Joint positions may exceed the URDF limits by this much [rad] (encoder/limit slack).
@@ -41,3 +47,8 @@ def expected_columns(n_dof: int, controller: str, is_1khz: bool) -> tuple[str, .
         cols += joint_cols("q_des", n_dof)
     cols += joint_cols("tau", n_dof) + joint_cols("tau_J", n_dof)
     return tuple(cols)
+
+
+def torque_cols(n: int) -> tuple[str, ...]:
+    """``tau1..N, tau_J1..N``: the columns that may be NaN in every row (a torque the source did not record)."""
+    return joint_cols("tau", n) + joint_cols("tau_J", n)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from isaaclab_sysid.data.errors import RunFormatError
-from isaaclab_sysid.data.run import ImpedanceLaw, RunMeta
+from isaaclab_sysid.data.errors import RunFormatError, RunFormatWarning
+from isaaclab_sysid.data.run import LAW_FACTS, REPLAY_FACTS, ImpedanceLaw, RunMeta
 from isaaclab_sysid.data.schema import (
     CONTROLLERS,
+    LEGACY_ORIENTATION_ERRORS,
     ORIENTATION_ERRORS,
     QUAT_NORM_TOL,
     SUPPORTED_SCHEMA_VERSIONS,
@@ -50,7 +52,9 @@ def _vector(raw: dict[str, Any], key: str, n: int, file: str, path: str | None =
 
 
 def parse_sidecar(raw: Any, file: str, n_dof: int, q_lower: np.ndarray, q_upper: np.ndarray) -> RunMeta:
-    """Validate a decoded sidecar and build its :class:`RunMeta`.
+    """Validate a decoded schema-1 sidecar and build its :class:`RunMeta`.
+
+    (Schema 2, the Franka tooling's sidecar, is read with its CSV by :mod:`isaaclab_sysid.data.franka_v2`.)
 
     Args:
         raw: the decoded JSON object.
@@ -66,10 +70,13 @@ def parse_sidecar(raw: Any, file: str, n_dof: int, q_lower: np.ndarray, q_upper:
         raise _err(file, "-", "sidecar must be a JSON object")
     if "schema_version" not in raw:
         raise _err(file, "schema_version", "missing")
-    if raw["schema_version"] not in SUPPORTED_SCHEMA_VERSIONS:
-        raise _err(
-            file, "schema_version", f"unknown schema_version {raw['schema_version']!r} (supported: 1)"
-        )
+    version = raw["schema_version"]
+    if version not in SUPPORTED_SCHEMA_VERSIONS or isinstance(version, bool):
+        supported = ", ".join(str(v) for v in SUPPORTED_SCHEMA_VERSIONS)
+        raise _err(file, "schema_version", f"unknown schema_version {version!r} (supported: {supported})")
+    if version != 1:
+        raise _err(file, "schema_version", f"schema_version {version} (the Franka tooling's log) is read with its CSV "
+                   "(read_run), not stored in this container; import it to schema 1 first")
     controller = raw.get("controller")
     if controller not in CONTROLLERS:
         raise _err(file, "controller", f"unknown controller {controller!r} (expected one of {', '.join(CONTROLLERS)})")
@@ -107,8 +114,15 @@ def parse_sidecar(raw: Any, file: str, n_dof: int, q_lower: np.ndarray, q_upper:
         if nonpos.size:
             i = int(nonpos[0])
             raise _err(file, f"gains.{name}[{i}]", f"gain must be positive, got {vec[i]}")
-    law = ImpedanceLaw()
-    if controller == "task_impedance":
+    unrecorded = _parse_unrecorded(raw.get("unrecorded", []), file)
+    law: ImpedanceLaw | None = ImpedanceLaw()
+    if controller == "task_impedance" and any(f in unrecorded for f in LAW_FACTS):
+        if not all(f in unrecorded for f in LAW_FACTS):
+            raise _err(file, "unrecorded", f"names part of the impedance law; list all of {', '.join(LAW_FACTS)} or none")
+        if raw.get("impedance") is not None:
+            raise _err(file, "impedance", "must be null when 'unrecorded' lists the impedance law")
+        law = None
+    elif controller == "task_impedance":
         law = _parse_law(raw.get("impedance", {}), file, n_dof)
     return RunMeta(
         schema_version=int(raw["schema_version"]),
@@ -126,7 +140,18 @@ def parse_sidecar(raw: Any, file: str, n_dof: int, q_lower: np.ndarray, q_upper:
         gravity_compensated=bool(raw.get("gravity_compensated", True)),
         excitation=dict(raw.get("excitation", {})),
         summary=dict(raw.get("summary", {})),
+        unrecorded=unrecorded,
     )
+
+
+def _parse_unrecorded(raw: Any, file: str) -> tuple[str, ...]:
+    """The ``unrecorded`` list: replay facts the run does not record (names from REPLAY_FACTS)."""
+    if not isinstance(raw, list):
+        raise _err(file, "unrecorded", f"expected a list of names ({', '.join(REPLAY_FACTS)})")
+    for i, name in enumerate(raw):
+        if name not in REPLAY_FACTS:
+            raise _err(file, f"unrecorded[{i}]", f"unknown replay fact {name!r} (known: {', '.join(REPLAY_FACTS)})")
+    return tuple(dict.fromkeys(raw))
 
 
 def _parse_law(raw: Any, file: str, n_dof: int) -> ImpedanceLaw:
@@ -143,9 +168,17 @@ def _parse_law(raw: Any, file: str, n_dof: int) -> ImpedanceLaw:
     for key in raw:
         if key not in known:
             raise _err(file, f"impedance.{key}", f"unknown key (known: {', '.join(sorted(known))})")
-    conv = raw.get("orientation_error", "quat")
+    conv = raw.get("orientation_error", "quat_2vec")
+    if conv in LEGACY_ORIENTATION_ERRORS:
+        new = LEGACY_ORIENTATION_ERRORS[conv]
+        # one line (no source line under it): the file and key are in the message
+        warnings.warn_explicit(f"{file}: impedance.orientation_error {conv!r} is deprecated and read as {new!r} "
+                               "(2 vec(q_des q^-1)); write quat_2vec, or quat_vec for libfranka's "
+                               "cartesian_impedance_example", RunFormatWarning, "isaaclab_sysid", 0)
+        conv = new
     if conv not in ORIENTATION_ERRORS:
-        raise _err(file, "impedance.orientation_error", f"unknown convention {conv!r} (expected quat or rotvec)")
+        raise _err(file, "impedance.orientation_error",
+                   f"unknown convention {conv!r} (expected {', '.join(ORIENTATION_ERRORS)})")
     clip: dict[str, float | None] = {}
     for key in ("max_position_error", "max_orientation_error"):
         if raw.get(key) is None:
@@ -171,7 +204,7 @@ def _parse_law(raw: Any, file: str, n_dof: int) -> ImpedanceLaw:
 def meta_to_dict(meta: RunMeta) -> dict[str, Any]:
     """The sidecar JSON object of ``meta`` (inverse of :func:`parse_sidecar`)."""
     out: dict[str, Any] = {
-        "schema_version": meta.schema_version,
+        "schema_version": 1,
         "robot": meta.robot,
         "controller": meta.controller,
         "control_rate_hz": meta.control_rate_hz,
@@ -184,8 +217,12 @@ def meta_to_dict(meta: RunMeta) -> dict[str, Any]:
         "excitation": meta.excitation,
         "summary": meta.summary,
     }
-    if meta.controller == "task_impedance":
-        law = meta.impedance
+    law = meta.impedance
+    if meta.unrecorded:
+        out["unrecorded"] = list(meta.unrecorded)
+    if meta.controller == "task_impedance" and law is None:
+        out["impedance"] = None
+    elif meta.controller == "task_impedance":
         out["impedance"] = {
             "coriolis_compensation": law.coriolis_compensation,
             "orientation_error": law.orientation_error,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -51,6 +51,8 @@ def check_values(
     q_upper: np.ndarray,
     file: str,
     row_of: int,
+    allow_nan: Collection[str] = (),
+    num_samples: int | None = None,
 ) -> None:
     """Refuse NaN/inf, bad time stamps, gaps, length mismatch, joint-limit and quaternion errors.
 
@@ -60,17 +62,25 @@ def check_values(
         q_lower, q_upper: (N,) joint limits [rad].
         file: name used in error messages.
         row_of: row number of sample 0 (2 in a CSV with a header line).
+        allow_nan: columns that may be NaN in every row (a torque signal the logger did not have); NaN in
+            some rows only, and inf, are still refused.
+        num_samples: the row count the sidecar states (default ``meta.num_samples``).
     """
     cols = list(table)
     n_rows = len(table["t_s"])
     for c in cols:
-        bad = np.flatnonzero(~np.isfinite(table[c]))
+        vals = table[c]
+        if c in allow_nan and np.isnan(vals).all():
+            continue
+        bad = np.flatnonzero(~np.isfinite(vals))
         if bad.size:
-            raise RunFormatError(file, int(bad[0]) + row_of, c, f"non-finite value {table[c][bad[0]]}")
-    if n_rows != meta.num_samples:
+            part = " (NaN is allowed only in every row: a signal the logger did not have)" if c in allow_nan else ""
+            raise RunFormatError(file, int(bad[0]) + row_of, c, f"non-finite value {table[c][bad[0]]}{part}")
+    want = meta.num_samples if num_samples is None else num_samples
+    if n_rows != want:
         raise RunFormatError(
-            file, min(n_rows, meta.num_samples) + row_of, "t_s",
-            f"the log has {n_rows} rows but the sidecar says num_samples={meta.num_samples}",
+            file, min(n_rows, want) + row_of, "t_s",
+            f"the log has {n_rows} rows but the sidecar says num_samples={want}",
         )
     t = table["t_s"]
     dt = np.diff(t)

@@ -1,100 +1,134 @@
-"""The Markdown summary of a fit (and of held-out evaluations)."""
+"""The fit's report: one document (sections of paragraphs and tables) rendered as ``report.md`` and ``report.html``.
+
+The verdicts come first (model adequacy, values at a search bound), then the
+fitted values, the loss per run and the scores of the fit and held-out runs.
+``report.html`` (evaluate/html_report.py) carries the same sections plus
+zoomable plots of real against sim.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from isaaclab_sysid.fit.param_space import GROUPS
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.utils.atomic import atomic_write_text
 
 REPORT_FILE = "report.md"
-#: order of the per-joint groups in the parameter table
-_REPORT_ORDER = ("armature", "friction", "viscous", "mu_static", "dynamic_ratio")
 
 
-def eval_section(title: str, result, joint_names: Sequence[str]) -> list[str]:
-    lines = [f"## {title}", ""]
-    lines.append("| run | loss nominal | loss fitted | q RMS all [mrad] nominal -> fitted | EE RMS [mm] nominal -> fitted |")
-    lines.append("|---|---|---|---|---|")
+@dataclass
+class Table:
+    """A table: header cells and rows of cells (plain text)."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class Section:
+    """A titled section: paragraphs (str; a leading ``- `` makes a bullet) and tables, in order."""
+
+    title: str
+    blocks: list[str | Table] = field(default_factory=list)
+    kind: str = ""  # "verdict" sections are highlighted in the HTML page
+
+
+def eval_sections(title: str, result, joint_names: Sequence[str]) -> list[Section]:
+    """Nominal-vs-fitted scores of an :class:`~isaaclab_sysid.evaluate.heldout.EvalResult`."""
+    summary = Table(["run", "loss nominal", "loss fitted", "q RMS all [mrad] nominal -> fitted",
+                     "EE RMS [mm] nominal -> fitted"], [])
     for name, b, f in zip(result.runs, result.baseline, result.fitted):
         flag = " (diverged)" if f.diverged else ""
-        lines.append(
-            f"| {name} | {b.loss:.4g} | {f.loss:.4g}{flag} | {b.q_rms_all_mrad:.2f} -> {f.q_rms_all_mrad:.2f} | "
-            f"{b.ee_rms_mm:.2f} -> {f.ee_rms_mm:.2f} |"
-        )
-    lines.append("")
-    lines.append("Per-joint position RMS [mrad], nominal / fitted:")
-    lines.append("")
-    lines.append("| run | " + " | ".join(joint_names) + " |")
-    lines.append("|---|" + "---|" * len(joint_names))
+        summary.rows.append([name, f"{b.loss:.4g}", f"{f.loss:.4g}{flag}", f"{b.q_rms_all_mrad:.2f} -> {f.q_rms_all_mrad:.2f}",
+                             f"{b.ee_rms_mm:.2f} -> {f.ee_rms_mm:.2f}"])
+    per_joint = Table(["run", *joint_names], [])
     for name, b, f in zip(result.runs, result.baseline, result.fitted):
-        cells = [f"{x:.2f} / {y:.2f}" for x, y in zip(b.q_rms_mrad, f.q_rms_mrad)]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines.append("")
-    return lines
+        per_joint.rows.append([name, *(f"{x:.2f} / {y:.2f}" for x, y in zip(b.q_rms_mrad, f.q_rms_mrad))])
+    return [Section(title, [summary, "Per-joint position RMS [mrad], nominal / fitted:", per_joint])]
 
 
-def write_report(
-    run_dir: str | Path,
-    result: FitResult,
-    fit_eval=None,
-    heldout_eval=None,
-    plots: Sequence[Path] = (),
-    wall_s: float | None = None,
-) -> Path:
-    """Write ``report.md`` in ``run_dir``: the fitted values, the loss per run, scores and plots."""
-    run_dir = Path(run_dir)
+def verdict_sections(result: FitResult) -> list[Section]:
+    """Model adequacy and values at a bound (said out loud, first)."""
+    out = []
+    a = result.adequacy
+    if a is not None:
+        blocks: list[str | Table] = [f"**{a.verdict}**"] + [f"- {m}" for m in a.messages]
+        blocks.append(f"- noise floor {a.floor_mrad:.3g} mrad ({a.floor_source}); fit residual {a.residual_over_floor:.2f}x it"
+                      + ("" if a.heldout_over_fit is None else f"; held-out / fit q RMS {a.heldout_over_fit:.2f}"))
+        out.append(Section("Model adequacy", blocks, "verdict"))
+    hits = result.at_bounds()
+    if hits:
+        out.append(Section("Values at a search bound", [
+            "These values sit within 1 % of a search bound: the data may want a value outside the box, or cannot pin "
+            "it down. Their export ranges span the search bounds.", *(f"- {h.describe()}" for h in hits)], "verdict"))
+    return out
+
+
+def fit_sections(result: FitResult, fit_eval=None, heldout_eval=None, wall_s: float | None = None,
+                 context: Sequence[str] = ()) -> list[Section]:
+    """Every section of a fit's report (``context``: bullet lines about the replay, e.g. the state-age model)."""
     joint_names = result.space.joint_names
-    lines = ["# System identification report", ""]
-    lines.append(f"- backend: `{result.backend}`, population {result.popsize}, "
-                 f"{result.iterations} generations, {result.evaluations} evaluations, seed {result.seed}")
-    lines.append(f"- best loss: {result.best_score:.6g}")
+    head = [f"- backend: `{result.backend}`, population {result.popsize}, {result.iterations} generations, "
+            f"{result.evaluations} evaluations, seed {result.seed}", f"- best loss: {result.best_score:.6g}"]
     if wall_s is not None:
-        lines.append(f"- wall time: {wall_s:.1f} s")
-    lines.append("")
-    lines.append("## Fitted parameters")
-    lines.append("")
-    lines.append("| parameter | " + " | ".join(joint_names) + " |")
-    lines.append("|---|" + "---|" * len(joint_names))
-    for g in sorted((g for g in result.space.groups if g.per_joint), key=lambda g: _REPORT_ORDER.index(g.name)):
-        lines.append(f"| {g.name} [{g.unit}] | " + " | ".join(f"{v:.4g}" for v in result.values[g.name]) + " |")
+        head.append(f"- wall time: {wall_s:.1f} s")
+    head += [f"- {c}" for c in context]
+    params = Table(["parameter", *joint_names], [])
+    for g in sorted((g for g in result.space.groups if g.per_joint), key=lambda g: list(GROUPS).index(g.name)):
+        params.rows.append([f"{g.name} [{g.unit}]", *(f"{v:.4g}" for v in result.values[g.name])])
+    pblocks: list[str | Table] = [params]
     if result.delay is not None:
-        lines.append("")
-        lines.append(f"Actuator delay: **{result.delay} ticks** ({result.delay} ms).")
-    lines.append("")
-    lines.append("## Loss per fit run (best candidate)")
-    lines.append("")
-    lines.append("| run | weight | L | w*L |")
-    lines.append("|---|---|---|---|")
-    for (name, l), w in zip(result.loss_per_run.items(), result.traj_weights):
-        lines.append(f"| {name} | {w:g} | {l:.4g} | {w * l:.4g} |")
-    lines.append("")
+        pblocks.append(f"Actuator delay: **{result.delay} ticks** ({result.delay} ms).")
+    loss = Table(["run", "weight", "L", "w*L"], [[n, f"{w:g}", f"{l:.4g}", f"{w * l:.4g}"]
+                                              for (n, l), w in zip(result.loss_per_run.items(), result.traj_weights)])
+    out = [Section("Summary", head), *verdict_sections(result), Section("Fitted parameters", pblocks),
+           Section("Loss per fit run (best candidate)", [loss])]
     if fit_eval is not None:
-        lines += eval_section("Fit runs: nominal vs fitted", fit_eval, joint_names)
+        out += eval_sections("Fit runs: nominal vs fitted", fit_eval, joint_names)
     if heldout_eval is not None:
-        lines += eval_section("Held-out runs: nominal vs fitted", heldout_eval, joint_names)
-    if plots:
-        lines.append("## Plots")
-        lines.append("")
-        for p in plots:
-            lines.append(f"![{Path(p).stem}]({Path(p).name})")
+        out += eval_sections("Held-out runs: nominal vs fitted", heldout_eval, joint_names)
+    return out
+
+
+def render_markdown(title: str, sections: Sequence[Section], plots: Sequence[Path] = ()) -> str:
+    """The sections as Markdown (plots as image links)."""
+    lines = [f"# {title}", ""]
+    for s in sections:
+        if s.title != "Summary":
+            lines += [f"## {s.title}", ""]
+        for b in s.blocks:
+            if isinstance(b, Table):
+                lines.append("| " + " | ".join(b.header) + " |")
+                lines.append("|" + "---|" * len(b.header))
+                lines += ["| " + " | ".join(r) + " |" for r in b.rows]
+            else:
+                lines.append(b)
             lines.append("")
-    path = run_dir / REPORT_FILE
-    atomic_write_text(path, "\n".join(lines) + "\n")
+    if plots:
+        lines += ["## Plots", ""]
+        for p in plots:
+            lines += [f"![{Path(p).stem}]({Path(p).name})", ""]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(run_dir: str | Path, sections: Sequence[Section], plots: Sequence[Path] = (),
+                 title: str = "System identification report") -> Path:
+    """Write ``report.md`` in ``run_dir`` (atomically)."""
+    path = Path(run_dir) / REPORT_FILE
+    atomic_write_text(path, render_markdown(title, sections, plots))
     return path
 
 
 def eval_report(out_dir: str | Path, result, joint_names: Sequence[str], plots: Sequence[Path] = ()) -> Path:
     """A Markdown summary of an ``--eval_params`` evaluation (``eval_report.md``)."""
-    lines = ["# Evaluation report", "", f"Parameters: `{result.source}`", ""]
-    lines += eval_section("Nominal vs given parameters", result, joint_names)
-    for p in plots:
-        lines.append(f"![{Path(p).stem}]({Path(p).name})")
-        lines.append("")
+    sections = [Section("Summary", [f"Parameters: `{result.source}`"]),
+                *eval_sections("Nominal vs given parameters", result, joint_names)]
     path = Path(out_dir) / "eval_report.md"
-    atomic_write_text(path, "\n".join(lines) + "\n")
+    atomic_write_text(path, render_markdown("Evaluation report", sections, plots))
     return path
 
 
-__all__ = ["eval_report", "write_report"]
+__all__ = ["Section", "Table", "eval_report", "eval_sections", "fit_sections", "render_markdown", "write_report"]

@@ -176,20 +176,27 @@ def build_payload(result: FitResult, rep: IntervalReport, policy: RangePolicy, r
         "masses": masses,
         "labels_per_joint": labels_per_joint,
         "structure": rep.structure,
+        "unreliable": result.unreliable,
+        "adequacy": None if result.adequacy is None else {"verdict": result.adequacy.verdict,
+                                                          "messages": result.adequacy.messages},
         "warnings": warns,
     }
     return payload, warns
 
 
 def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: RangePolicy, rb_params: str | None = None,
-           asset_name: str = "robot", viscous: str = "envelope", physics_dt: float = TICK_S,
-           stem: str = "sysid_dr") -> tuple[dict[str, Path], list[str]]:
-    """Write the neutral JSON/YAML and the Isaac Lab module; returns paths and warnings."""
+           asset_name: str = "robot", viscous: str = "independent", physics_dt: float = TICK_S,
+           stem: str = "sysid_dr", physics: str = "newton") -> tuple[dict[str, Path], list[str]]:
+    """Write the neutral JSON/YAML and the Isaac Lab module; returns paths and warnings.
+
+    Raises:
+        ValueError: the fit cannot be written for ``physics`` (e.g. static friction on Newton).
+    """
     payload, warns = build_payload(ctx.result, rep, policy, rb_params, str(ctx.fit_dir / RESULT_FILE))
-    src, w2 = generate_module(payload, asset_name, viscous, physics_dt)
+    src, w2 = generate_module(payload, asset_name, viscous, physics_dt, physics)
     warns += w2
     payload["warnings"] = warns
-    payload["isaaclab"] = {"asset_name": asset_name, "viscous": viscous, "physics_dt": physics_dt}
+    payload["isaaclab"] = {"asset_name": asset_name, "viscous": viscous, "physics_dt": physics_dt, "physics": physics}
     pj, py = write_neutral(out_dir, payload, stem)
     pm = Path(out_dir) / f"{stem}_isaaclab.py"
     atomic_write_text(pm, src)

@@ -3,7 +3,7 @@
 The interval is the statistical uncertainty; the model's structure error (effects
 the fit does not have: Stribeck friction, backlash, cable forces, timing) is an
 additional bias the covariance does not see. Its size is read from the held-out
-run: with rho = (held-out loss per sample) / (fit loss per sample), a model that
+run: with rho = (held-out MSE per sample) / (fit MSE per sample), the worst of the q, dq and EE channels, a model that
 is right up to noise gives rho ~ 1, and the excess rho - 1 is residual variance
 the model cannot explain. The policy treats that excess as extra noise of the
 same character, so it scales the statistical half-width:
@@ -16,7 +16,9 @@ plus an optional fixed relative margin ``rel_margin * |value|`` and an absolute
 floor ``min_half_width[group]``. Ranges are clipped to the physical limits
 (>= 0 for armature, friction, viscous and delay), not to the fit's search bounds.
 
-Numbers the data cannot pin down (unbounded interval) get, by policy:
+A number whose fitted value sits at a search bound gets the fit's search bounds
+(its interval assumes an interior optimum), with a warning. Numbers the data
+cannot pin down (unbounded interval) get, by policy:
 ``unidentified="bounds"`` (default) the fit's search bounds, the only range the
 user stated, with a warning; or ``"skip"``: no randomization term at all (the
 fitted value still goes into the actuator config).
@@ -113,6 +115,11 @@ def make_range(iv: Interval, policy: RangePolicy, rho: float, bounds: tuple[floa
     """The range of one interval under ``policy`` (``bounds``: the fit's search bounds for unidentified numbers)."""
     pmin = PHYSICAL_MIN.get(iv.group, -math.inf)
     warns: list[str] = []
+    if iv.at_bound is not None and bounds is not None and iv.group != "delay":
+        warns.append(f"ranges: {iv.label} sits at its {iv.at_bound} search bound: randomized over the fit's search "
+                     f"bounds [{bounds[0]:g}, {bounds[1]:g}] instead of a point (widen the bound and refit)")
+        return Range(iv.label, iv.group, iv.joint, iv.value, max(pmin, bounds[0]), bounds[1], "search bounds (at a bound)",
+                     (iv.lower, iv.upper)), warns
     if not iv.bounded:
         if policy.unidentified == "skip" or bounds is None:
             warns.append(f"ranges: {iv.label} is not identifiable: no randomization term"
@@ -127,6 +134,10 @@ def make_range(iv: Interval, policy: RangePolicy, rho: float, bounds: tuple[floa
         if margin is None:
             margin = 1 if (policy.allowance == "heldout" and rho > policy.delay_margin_rho) else 0
         lo, hi = max(pmin, iv.lower - margin), iv.upper + margin
+        if iv.at_bound == "upper":
+            hi += 1
+            warns.append(f"ranges: the delay sits at its upper search bound {iv.upper:g}: its range reaches one tick "
+                         "beyond (the true delay may be longer; widen --delay_bounds and refit)")
         return Range(iv.label, iv.group, iv.joint, iv.value, float(math.floor(lo)), float(math.ceil(hi)),
                      f"interval +- {margin} tick(s)", (iv.lower, iv.upper)), warns
     lo_hw, hi_hw = iv.value - iv.lower, iv.upper - iv.value

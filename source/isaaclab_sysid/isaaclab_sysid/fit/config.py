@@ -39,6 +39,9 @@ class RunsConfig:
     """Sidecar JSON of each --heldout_csv, paired in order (default: CSV path with .json)."""
     traj_weights: str | None = None
     """Comma-separated weight per --real_csv run in the loss, e.g. 1.0,1.5 (dimensionless; default 1 each)."""
+    state_age_ms: int | None = None
+    """Age of the state in rows logged below 1 kHz [ms]: 0..N, uniform (the newest frame of a state stream; 10 for
+    the Franka tooling's 100 Hz stream, 0 for fresh states). Required when a run is logged below 1 kHz (docs/fit.md)."""
 
 
 @dataclass
@@ -51,6 +54,8 @@ class SearchConfig:
     """Number of CMA-ES generations."""
     refine_iter: int = 10
     """Levenberg-Marquardt iterations after CMA-ES on the replay residuals (0 = off); each costs two batched rollouts (docs/fit.md)."""
+    refine_delay_neighbours: int | None = None
+    """Delays the refinement re-optimizes beside the best one: d-k..d+k ticks (default: every delay in the bounds)."""
     x0: str = "low"
     """CMA-ES start: low (sliding regime: armature 20 %, friction/viscous 5 % of their ranges), center, a
     sysid_best_params.json, or a seed from scripts/seed_fit.py (rigid-body joint terms; groups missing from a file start low)."""
@@ -65,7 +70,9 @@ class ParamsConfig:
     """The fitted parameter groups and their search bounds."""
 
     fit_groups: str = FIT_GROUPS_DEFAULT
-    """Comma-separated parameter groups to fit: armature, friction, viscous, delay (mu_static, dynamic_ratio: isaaclab only)."""
+    """Comma-separated parameter groups to fit: armature, friction, viscous, delay; for joints that stick, replace
+    friction by the static-friction group mu_static,dynamic_ratio (static friction Fs, Coulomb = ratio x Fs; mujoco),
+    optionally with stribeck_velocity (else --stribeck_velocity)."""
     armature_bounds: tuple[float, float] = _bounds("armature")
     """Bounds of the per-joint armature (reflected rotor inertia) [kg m^2]."""
     friction_bounds: tuple[float, float] = _bounds("friction")
@@ -78,6 +85,10 @@ class ParamsConfig:
     """Bounds of the per-joint static friction (PhysX-style) [N m]."""
     dynamic_ratio_bounds: tuple[float, float] = _bounds("dynamic_ratio")
     """Bounds of the per-joint dynamic/static friction ratio [-]."""
+    stribeck_velocity_bounds: tuple[float, float] = _bounds("stribeck_velocity")
+    """Bounds of the per-joint Stribeck velocity [rad/s] (when the stribeck_velocity group is fitted)."""
+    stribeck_velocity: float = 0.05
+    """Stribeck velocity of the static-friction group [rad/s] when not fitted: friction Fc + (Fs - Fc) exp(-(v/vs)^2)."""
 
     def groups(self) -> list[str]:
         """The group names of ``fit_groups``, in the order given."""
@@ -118,8 +129,30 @@ class ReplayConfig:
     """Clamp the simulated commanded torque to the robot's torque limits [N m]."""
     slew_limit: bool = False
     """Limit the simulated torque rate to the robot's torque_rate_limit [N m/s]."""
+    substeps: int = 1
+    """Physics steps per 1 ms tick (mujoco: a finer integrator, the torque held over the tick; costs that many times
+    the time). A real arm is continuous: 2 halves the integration error of a fast or stiff run (docs/fit.md)."""
     headless: bool = True
     """Accepted for Isaac Lab habit (its scripts take --headless); no backend here opens a window, so it changes nothing."""
+    orientation_error: Literal["rotvec", "quat_vec", "quat_2vec"] | None = None
+    """The real controller's orientation error: rotvec (rotation vector of R_des R^T), quat_vec (vec(q_des q^-1):
+    libfranka's and franka_ros's cartesian_impedance_example) or quat_2vec (2 vec(q_des q^-1)). Required for runs that
+    do not record it (the Franka tooling's schema 2); overrides a schema-1 sidecar's when given (docs/data_format.md)."""
+    coriolis_compensation: tyro.conf.DisallowNone[bool | None] = None
+    """Whether the real controller adds C(q, qd) qd (--coriolis_compensation / --no_coriolis_compensation). Required
+    for runs that do not record it (schema 2); overrides a schema-1 sidecar's when given."""
+    ee_offset: tuple[float, float, float] | None = None
+    """The real controller's EE point [m] in the robot config's ee_link frame (the Franka's Desk EE: 0 0 0.1034 for the
+    hand TCP); replaces the robot config's ee_offset. Required for runs that do not record it (schema 2)."""
+    torque_limit: tuple[float, ...] | None = None
+    """The real controller's torque clamp [N m], one value per joint (or one for all; inf = none); replaces the robot
+    config's and turns --torque_clamp on. Required for runs that do not record it (schema 2; the tooling: 87 x4, 12 x3)."""
+    torque_rate_limit: tuple[float, ...] | None = None
+    """The real controller's torque slew limit [N m/s], per joint or one for all (inf = none); replaces the robot
+    config's and turns --slew_limit on. Required for runs that do not record it (schema 2; the tooling ramps at 800)."""
+    admit_aborted: bool = False
+    """Read runs the Franka tooling recorded as aborted (sidecar abort.code != 0), truncated at the abort time
+    (refused by default, naming the abort)."""
 
 
 @dataclass
@@ -137,13 +170,32 @@ class OutputConfig:
     wandb: bool = False
     """Log progress to Weights & Biases (offline mode unless WANDB_MODE says otherwise)."""
     plots: bool = True
-    """Write the PNG plots of the report."""
+    """Write the report's plots (PNG, and the interactive report.html)."""
+    noise_floor_mrad: float | None = None
+    """Joint-position noise floor of the runs [mrad] for the adequacy verdict (e.g. the RMS between two repeats of a
+    run); default: estimated from the residual's high-frequency part (white measurement noise only)."""
     quiet: bool = False
     """Suppress the per-generation progress line."""
 
 
+@dataclass
+class ClusterConfig:
+    """Where the population is evaluated: this process, or Ray workers on one or many machines (docs/cluster.md)."""
+
+    cluster: Literal["local", "ray"] = "local"
+    """local (this process, the default) or ray: split every batch of candidates over Ray workers (needs the [ray] extra); the result is the same bit for bit."""
+    ray_address: str | None = None
+    """Ray cluster to join: host:port of `ray start --head`, or auto; default: start a private Ray instance on this machine (loopback only)."""
+    ray_workers: int | None = None
+    """Number of Ray workers, each holding one backend built once; default: the cluster's CPUs / --ray_worker_cpus."""
+    ray_worker_cpus: int = 1
+    """CPU cores each Ray worker takes (the MuJoCo backend's threads in that worker)."""
+    ray_timeout_s: float = 600.0
+    """Limit [s] for a worker to start or to answer one slice of a batch; past it the worker is killed and its slice re-run on another."""
+
+
 _SECTIONS = {"runs": RunsConfig, "search": SearchConfig, "params": ParamsConfig, "loss": LossConfig,
-             "replay": ReplayConfig, "output": OutputConfig}
+             "replay": ReplayConfig, "output": OutputConfig, "cluster": ClusterConfig}
 
 
 @dataclass
@@ -156,6 +208,7 @@ class FitArgs:
     loss: tyro.conf.OmitArgPrefixes[LossConfig] = field(default_factory=LossConfig)
     replay: tyro.conf.OmitArgPrefixes[ReplayConfig] = field(default_factory=ReplayConfig)
     output: tyro.conf.OmitArgPrefixes[OutputConfig] = field(default_factory=OutputConfig)
+    cluster: tyro.conf.OmitArgPrefixes[ClusterConfig] = field(default_factory=ClusterConfig)
 
     @classmethod
     def build(cls, **flat) -> "FitArgs":

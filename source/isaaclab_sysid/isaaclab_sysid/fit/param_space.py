@@ -2,7 +2,7 @@
 
 The optimizer only ever sees a vector ``x`` in the unit cube. Each group owns a
 contiguous slice of it: per-joint groups (armature, friction, viscous,
-mu_static, dynamic_ratio) take N entries, the actuator delay takes one entry.
+mu_static, dynamic_ratio, stribeck_velocity) take N entries, the actuator delay takes one entry.
 Continuous groups decode linearly, ``v = lo + x (hi - lo)``. The delay decodes to
 an integer: [0, 1] is cut into ``hi - lo + 1`` equal bins, one per tick count, so
 every delay has the same share of the search space.
@@ -58,7 +58,9 @@ GROUPS: dict[str, GroupInfo] = {
         GroupInfo("viscous", "N m s/rad", (0.0, 5.0), True, "viscous", 0.0, 0.05, "viscous friction"),
         GroupInfo("delay", "ticks (1 ms)", (0.0, 4.0), False, "motor_delay_steps", 0.0, 0.5, "actuator delay"),
         GroupInfo("mu_static", "N m", (0.0, 5.0), True, "mu_static", 0.0, 0.05, "static friction (PhysX-style)"),
-        GroupInfo("dynamic_ratio", "-", (0.0, 1.0), True, "dynamic_ratio", 1.0, 0.5, "dynamic/static friction ratio"),
+        GroupInfo("dynamic_ratio", "-", (0.0, 1.0), True, "dynamic_ratio", 1.0, 0.8, "dynamic/static friction ratio"),
+        GroupInfo("stribeck_velocity", "rad/s", (0.01, 0.2), True, "stribeck_velocity", 0.05, 0.2,
+                  "Stribeck velocity of the static-friction model"),
     )
 }
 assert tuple(GROUPS) == PARAM_GROUPS, "GROUPS must list the backend contract's groups in order"
@@ -109,6 +111,27 @@ class EntryLabel:
     label: str
     group: str
     joint: str | None
+
+
+@dataclass(frozen=True)
+class BoundHit:
+    """A fitted value within ``tol`` of the width from one of its search bounds.
+
+    Attributes:
+        label, group, joint: the entry (see :class:`EntryLabel`).
+        side: ``lower`` or ``upper``.
+        value: the fitted value; bound: the bound it sits at (decoded units).
+    """
+
+    label: str
+    group: str
+    joint: str | None
+    side: str
+    value: float
+    bound: float
+
+    def describe(self) -> str:
+        return f"{self.label} = {self.value:.4g} at its {self.side} bound {self.bound:g}"
 
 
 class ParamSpace:
@@ -198,6 +221,25 @@ class ParamSpace:
         for g in self.groups:
             w[self._slices[g.name]] = g.upper - g.lower
         return w
+
+    def at_bounds(self, x: np.ndarray, tol: float = 0.01) -> list[BoundHit]:
+        """The entries of one normalized vector (D,) within ``tol`` (fraction of the width) of a search bound.
+
+        The delay's lower bound counts only when it is above 0 ticks (no delay can be shorter than none).
+        """
+        x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
+        value = self.decoded_vector(x)
+        lo, hi = self.bounds()
+        out = []
+        for i, e in enumerate(self.entries()):
+            if e.group == "delay":
+                lower, upper = value[i] <= lo[i] and lo[i] > 0, value[i] >= hi[i]
+            else:
+                lower, upper = x[i] <= tol, x[i] >= 1.0 - tol
+            if lower or upper:
+                side, b = ("lower", lo[i]) if lower else ("upper", hi[i])
+                out.append(BoundHit(e.label, e.group, e.joint, side, float(value[i]), float(b)))
+        return out
 
     def describe(self) -> dict:
         """JSON-able description (group order, bounds, units, joint names); :meth:`from_description` reads it."""

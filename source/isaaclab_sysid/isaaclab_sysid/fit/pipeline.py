@@ -19,11 +19,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from isaaclab_sysid.evaluate.adequacy import assess
 from isaaclab_sysid.evaluate.heldout import EvalResult, evaluate_params, write_eval_outputs
 from isaaclab_sysid.evaluate.plots import plot_convergence, plot_evaluation
-from isaaclab_sysid.evaluate.report import eval_report, write_report
+from isaaclab_sysid.evaluate.html_report import convergence_figure, run_figures, write_html_report
+from isaaclab_sysid.evaluate.report import eval_report, fit_sections, write_report
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.fit.loss import DIVERGENCE_PENALTY
 from isaaclab_sysid.fit.optimizer import CmaesSettings
 from isaaclab_sysid.fit.outputs import new_run_dir, read_config, write_config
 from isaaclab_sysid.fit.problem import FitProblem, build_problem, start_point
@@ -34,7 +37,7 @@ from isaaclab_sysid.sim.interface import UnsupportedParameterError
 
 
 def resumed_args(args: FitArgs) -> FitArgs:
-    """With ``--resume DIR``: the options saved in ``DIR/config.json`` (``--quiet`` from the command line)."""
+    """With ``--resume DIR``: the options of ``DIR/config.json`` (``--quiet`` and the cluster flags: this command's)."""
     if not args.output.resume:
         return args
     resume_dir = Path(args.output.resume)
@@ -43,6 +46,7 @@ def resumed_args(args: FitArgs) -> FitArgs:
     saved = FitArgs.from_dict(read_config(resume_dir)["args"])
     saved.output.resume = str(resume_dir)
     saved.output.quiet = args.output.quiet
+    saved.cluster = args.cluster  # where it runs never changes the answer: --cluster/--ray_* of this command line
     return saved
 
 
@@ -54,6 +58,7 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
     if args.output.eval_params:
         return _eval_only(args, problem, log)
     search, result = _search(args, problem, log)
+    _refuse_diverged(result, search.run_dir)
     path = result.write(search.run_dir)
     log(f"best loss {result.best_score:.6g}; wrote {path}")
     log("  " + result.summary_line())
@@ -67,14 +72,15 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -> t
     x0 = start_point(s.x0, problem.space)
     settings = SearchSettings(CmaesSettings(popsize=s.num_envs, max_iter=s.max_iter, sigma0=s.sigma, seed=s.seed,
                                             x0=tuple(x0)),
-                              refine_iter=s.refine_iter, save_interval=args.output.save_interval, quiet=args.output.quiet)
+                              refine_iter=s.refine_iter, delay_neighbours=s.refine_delay_neighbours,
+                              save_interval=args.output.save_interval, quiet=args.output.quiet)
     if args.output.resume:
         run_dir = Path(args.output.resume)
         search = Search.resumed(problem, settings, run_dir, log)
     else:
         run_dir = new_run_dir(args.output.log_dir)
         write_config(run_dir, args.to_dict(), {"param_space": problem.space.describe(),
-                                               "robot": problem.robot.name,
+                                               "robot": problem.robot.name, "ee_frame": problem.robot.ee_frame,
                                                "runs": [str(r.source) for r in problem.runs],
                                                "heldout_runs": [str(r.source) for r in problem.heldout]})
         search = Search(problem, settings, run_dir, log=log)
@@ -93,6 +99,14 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -> t
     return search, result
 
 
+def _refuse_diverged(result: FitResult, run_dir: Path) -> None:
+    """A best candidate that diverged is no result: exit non-zero and write no sysid_best_params.json."""
+    if result.best_diverged or not result.best_score < DIVERGENCE_PENALTY:
+        raise FitError(f"the best candidate diverged on at least one run (loss {result.best_score:.4g}): no parameters "
+                       f"to report, no {RESULT_FILE} written ({run_dir} keeps the checkpoints). Check the bounds "
+                       "(e.g. --delay_bounds), the runs' gains and --torque_clamp/--slew_limit", code=4)
+
+
 def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, search: Search,
                          log: Callable[[str], None], wall_s_so_far: float) -> None:
     """Stage 4: fit and held-out runs, nominal vs fitted, in one backend call; plots and report.md."""
@@ -103,12 +117,40 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
     write_eval_outputs(run_dir, all_runs, ev)
     fit_ev, held_ev = ev.split(len(problem.runs))
     log(ev.table(result.space.joint_names))
+    ages = [float(args.runs.state_age_ms or 0) if not r.is_1khz else 0.0 for r in all_runs]
+    result.adequacy = assess(all_runs, ev.rollouts, len(problem.runs), problem.robot, args.output.noise_floor_mrad,
+                             age_max_ms=ages)
+    result.write(run_dir)
+    log(f"model adequacy: {result.adequacy.verdict}")
+    for m in result.adequacy.messages:
+        log(f"  {m}")
+    for h in result.at_bounds():
+        log(f"warning: {h.describe()}: the data may want a value outside the search box (widen its bounds) or "
+            "cannot pin it down; its export range is widened to the search bounds")
     pngs: list[Path] = []
     if args.output.plots:
         pngs.append(plot_convergence(search.cmaes.state.history, result.run_names, run_dir / "convergence.png"))
         pngs += plot_evaluation(run_dir, all_runs, ev, result.space.joint_names)
-    report = write_report(run_dir, result, fit_ev, held_ev, pngs, wall_s_so_far + time.perf_counter() - t0)
-    log(f"report: {report}")
+    sections = fit_sections(result, fit_ev, held_ev, wall_s_so_far + time.perf_counter() - t0, _context(args, problem))
+    report = write_report(run_dir, sections, pngs)
+    if args.output.plots:
+        figs = [convergence_figure(search.cmaes.state.history)]
+        for run, ro in zip(all_runs, ev.rollouts):
+            figs += run_figures(run, ro.q[0], ro.q[1], result.space.joint_names)
+        log(f"report: {report} and {write_html_report(run_dir, 'System identification report', sections, figs)}")
+    else:
+        log(f"report: {report}")
+
+
+def _context(args: FitArgs, problem: FitProblem) -> list[str]:
+    """Report lines about how the runs were replayed (what the log does not record)."""
+    out = [f"robot: `{problem.robot.name}` ({problem.robot.n_dof} joints); EE frame used: {problem.robot.ee_frame} "
+           "(config.json: args.replay.ee_offset)"]
+    slow = [r.name for r in problem.all_runs if not r.is_1khz]
+    if slow:
+        out.append(f"state age of rows below 1 kHz ({', '.join(slow)}): 0..{args.runs.state_age_ms} ms, uniform "
+                   "(--state_age_ms)")
+    return out
 
 
 def _eval_only(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -> Path:

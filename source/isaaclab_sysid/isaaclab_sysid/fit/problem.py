@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -21,9 +22,11 @@ from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
+from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.sim.interface import ReplayBackend, ReplayOptions
+from isaaclab_sysid.sim.state_age import StateAgeBackend, StateAgeModel
 
 
 @dataclass
@@ -64,6 +67,8 @@ def check_args(args: FitArgs) -> None:
         raise FitError("--num_envs must be at least 2")
     if s.max_iter < 1:
         raise FitError("--max_iter must be at least 1")
+    if s.refine_delay_neighbours is not None and s.refine_delay_neighbours < 0:
+        raise FitError("--refine_delay_neighbours must be >= 0 (ticks on each side of the best delay)")
     if s.refine_iter < 0:
         raise FitError("--refine_iter must be >= 0 (0 turns the refinement off)")
     if not (0 < s.sigma <= 1):
@@ -72,19 +77,38 @@ def check_args(args: FitArgs) -> None:
         raise FitError("--save_interval must be at least 1 (generations)")
     if r.warmup_ticks < 0:
         raise FitError("--warmup_ticks must be >= 0")
+    if r.substeps < 1:
+        raise FitError("--substeps must be >= 1")
+    if r.substeps > 1 and r.backend != "mujoco":
+        raise FitError(f"--substeps {r.substeps}: only the mujoco backend sub-steps the 1 ms tick")
     if r.backend == "mujoco" and r.device != "cpu":
         raise FitError(f"--device {r.device}: the mujoco backend runs on the CPU only; use --backend isaaclab for a GPU")
+    c = args.cluster
+    if (c.ray_workers is not None and c.ray_workers < 1) or c.ray_worker_cpus < 1 or not c.ray_timeout_s > 0:
+        raise FitError("--ray_workers and --ray_worker_cpus must be >= 1 and --ray_timeout_s > 0")
+    if args.runs.state_age_ms is not None and args.runs.state_age_ms < 0:
+        raise FitError("--state_age_ms must be >= 0 (0 = fresh states)")
+    if not args.params.stribeck_velocity > 0:
+        raise FitError("--stribeck_velocity must be > 0 [rad/s]")
+    groups = set(args.params.groups())
+    if "friction" in groups and "mu_static" in groups:
+        raise FitError("--fit_groups: friction (Coulomb) and mu_static (static-friction group: Coulomb = dynamic_ratio x "
+                       "mu_static) describe the same torque; give one of them")
+    for g in ("dynamic_ratio", "stribeck_velocity"):
+        if g in groups and "mu_static" not in groups:
+            raise FitError(f"--fit_groups: {g} needs mu_static (the static-friction group: Coulomb = dynamic_ratio x mu_static)")
 
 
-def read_runs(csvs: Sequence[str], sidecars: Sequence[str], what: str = "--real_csv") -> list[Run]:
-    """Read and validate runs; sidecars pair with CSVs in order (missing ones default to ``<csv>.json``)."""
+def read_runs(csvs: Sequence[str], sidecars: Sequence[str], what: str = "--real_csv", admit_abort: bool = False) -> list[Run]:
+    """Read and validate runs; sidecars pair with CSVs in order (missing ones default to ``<csv>.json``).
+    ``admit_abort``: read aborted Franka-tooling runs truncated at the abort (``--admit_aborted``)."""
     if len(sidecars) > len(csvs):
         raise FitError(f"{len(sidecars)} sidecars given for {len(csvs)} {what} files (they pair in order)")
     runs = []
     for i, c in enumerate(csvs):
         side = sidecars[i] if i < len(sidecars) else None
         try:
-            runs.append(read_run(c, side))
+            runs.append(read_run(c, side, admit_abort=admit_abort))
         except RunFormatError as exc:
             raise FitError(str(exc)) from None
     names = [r.name for r in runs]
@@ -147,14 +171,17 @@ def build_robot(args: FitArgs, runs: Sequence[Run]) -> Robot:
     return robot
 
 
-def build_backend(args: FitArgs, robot: Robot) -> ReplayBackend:
-    """The replay backend of ``--backend`` for ``robot``."""
+def build_backend(args: FitArgs, robot: Robot, log: Callable[[str], None] = print) -> ReplayBackend:
+    """The replay backend of ``--backend`` for ``robot``, in this process or on Ray workers (``--cluster``)."""
     r = args.replay
-    options = ReplayOptions(warmup_ticks=r.warmup_ticks, torque_clamp=r.torque_clamp, slew_limit=r.slew_limit)
+    options = ReplayOptions(warmup_ticks=r.warmup_ticks, torque_clamp=r.torque_clamp, slew_limit=r.slew_limit,
+                            stribeck_velocity=args.params.stribeck_velocity)
     # the isaaclab backend sizes its delay buffer to the delay bounds
-    kw = {"max_delay": max(4, int(max(args.params.delay_bounds)))} if r.backend == "isaaclab" else {}
+    kw = {"max_delay": max(4, int(max(args.params.delay_bounds)))} if r.backend == "isaaclab" else {"substeps": r.substeps}
     try:
-        return make_backend(r.backend, robot, options, device=r.device, **kw)
+        age = args.runs.state_age_ms
+        wrap = partial(StateAgeBackend, model=StateAgeModel(int(age))) if age else None  # on each Ray worker too
+        return make_backend(r.backend, robot, options, cluster=args.cluster, wrap=wrap, log=log, device=r.device, **kw)
     except BackendUnavailableError as exc:
         raise FitError(str(exc), code=3) from None
     except ValueError as exc:
@@ -164,20 +191,25 @@ def build_backend(args: FitArgs, robot: Robot) -> ReplayBackend:
 def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProblem:
     """Check the options, read the runs, build robot, space and backend (see module docstring)."""
     check_args(args)
-    runs = read_runs(args.runs.real_csv, args.runs.real_sidecar, "--real_csv")
-    heldout = read_runs(args.runs.heldout_csv, args.runs.heldout_sidecar, "--heldout_csv") if args.runs.heldout_csv else []
+    ab = args.replay.admit_aborted
+    runs = read_runs(args.runs.real_csv, args.runs.real_sidecar, "--real_csv", ab)
+    heldout = read_runs(args.runs.heldout_csv, args.runs.heldout_sidecar, "--heldout_csv", ab) if args.runs.heldout_csv else []
     clash = {r.name for r in runs} & {r.name for r in heldout}
     if clash:
         raise FitError(f"run(s) {', '.join(sorted(clash))} given both as fit and held-out runs")
     tw = parse_traj_weights(args.runs.traj_weights, len(runs))
     robot = build_robot(args, runs + heldout)
+    runs, heldout, robot = resolve_replay_facts(args, runs, heldout, robot, log)  # law, EE point, limits
     space = build_space(args, robot.joint_names)
-    slow = [r for r in runs if not r.is_1khz]
-    if "delay" in space.group_names and slow and not args.output.eval_params:
-        rates = ", ".join(f"{r.name} ({r.meta.control_rate_hz:g} Hz)" for r in slow)
-        log(f"note: {rates}: {'this is a log' if len(slow) == 1 else 'these are logs'} below 1 kHz; "
-            "a real arm's 50 Hz rows carry states up to 10 ms stale, which the fitted delay absorbs; "
-            "record with 1 kHz logging when the delay matters (docs/fit.md)")
+    slow = [r for r in runs + heldout if not r.is_1khz]
+    if slow and args.runs.state_age_ms is None:
+        rates = ", ".join(f"{r.name} ({r.meta.log_rate_hz:g} Hz)" for r in slow)
+        raise FitError(f"{rates}: logged below 1 kHz, so each row's state has an age the log does not record; give "
+                       "--state_age_ms N (0..N ms, uniform: 10 for the Franka tooling's 100 Hz state stream, 0 for fresh "
+                       "states) or record at 1 kHz (docs/fit.md)")
+    if slow and args.runs.state_age_ms:
+        log(f"state age: rows of {', '.join(r.name for r in slow)} are scored at their expected state age "
+            f"(0..{args.runs.state_age_ms} ms, uniform)")
     backend = build_backend(args, robot)
     bad = [g for g in space.group_names if g not in backend.supported_groups]
     if bad:

@@ -43,7 +43,7 @@ from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.jacobian import stencil
 from isaaclab_sysid.fit.loss import LossBreakdown
 from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.result import RefineSummary
+from isaaclab_sysid.fit.result import RefineSummary, RefineTrackSummary
 
 #: Damping multipliers tried in one batch every iteration.
 LAMBDA_FACTORS = (0.1, 1.0, 10.0)
@@ -106,7 +106,7 @@ class RefineState:
 
     def summary(self) -> RefineSummary:
         """What the refinement did, for the fit result."""
-        return RefineSummary(self.iteration, [(t.delay, t.loss) for t in self.tracks])
+        return RefineSummary(self.iteration, [RefineTrackSummary(t.delay, t.loss, t.x.copy()) for t in self.tracks])
 
 
 class LMRefiner:

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from isaaclab_sysid.fit.loss import LossWeights
-from isaaclab_sysid.fit.param_space import ParamSpace
+from isaaclab_sysid.fit.param_space import BoundHit, ParamSpace
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable, read_json
 
 if TYPE_CHECKING:  # pragma: no cover
+    from isaaclab_sysid.evaluate.adequacy import Adequacy
     from isaaclab_sysid.intervals.combine import IntervalReport
 
 RESULT_FILE = "sysid_best_params.json"
@@ -54,19 +55,39 @@ class SearchDistribution:
 
 
 @dataclass(frozen=True)
+class RefineTrackSummary:
+    """One refinement track's end: its integer delay [ticks], its loss and its normalized vector (D,)."""
+
+    delay: int | None
+    loss: float
+    x: np.ndarray
+
+
+@dataclass(frozen=True)
 class RefineSummary:
-    """What the Levenberg-Marquardt refinement did: iterations and the final loss per delay track."""
+    """What the Levenberg-Marquardt refinement did: iterations and where each delay track ended."""
 
     iterations: int
-    tracks: list[tuple[int | None, float]]
+    tracks: list[RefineTrackSummary]
+
+    def best_per_delay(self) -> dict[int, RefineTrackSummary]:
+        """The lowest-loss track of each delay (the fit's delay profile, continuous numbers re-optimized)."""
+        out: dict[int, RefineTrackSummary] = {}
+        for t in self.tracks:
+            if t.delay is not None and (t.delay not in out or t.loss < out[t.delay].loss):
+                out[t.delay] = t
+        return dict(sorted(out.items()))
 
     def to_json(self) -> dict:
-        return {"iterations": self.iterations, "tracks": [{"delay": d, "loss": l} for d, l in self.tracks],
+        return {"iterations": self.iterations,
+                "tracks": [{"delay": t.delay, "loss": t.loss, "x": [float(v) for v in t.x]} for t in self.tracks],
                 "note": "Levenberg-Marquardt on the replay residuals after CMA-ES (docs/fit.md)"}
 
     @classmethod
     def from_json(cls, d: Mapping) -> "RefineSummary":
-        return cls(int(d["iterations"]), [(t["delay"], float(t["loss"])) for t in d["tracks"]])
+        return cls(int(d["iterations"]), [RefineTrackSummary(t["delay"], float(t["loss"]),
+                                                             np.asarray(t.get("x", []), dtype=float))
+                                          for t in d["tracks"]])
 
 
 @dataclass
@@ -85,6 +106,7 @@ class FitResult:
         iterations, evaluations, seed, popsize, backend: how the search ran.
         search: CMA-ES's final distribution (None for a result without a search).
         refine: the refinement's summary (None when it did not run).
+        adequacy: the model-adequacy verdict, once the result has been evaluated.
         intervals: the interval report, when computed (not part of ``sysid_best_params.json``).
     """
 
@@ -104,6 +126,7 @@ class FitResult:
     backend: str = ""
     search: SearchDistribution | None = None
     refine: RefineSummary | None = None
+    adequacy: "Adequacy | None" = None
     intervals: "IntervalReport | None" = None
 
     @classmethod
@@ -134,6 +157,10 @@ class FitResult:
         """One per-joint group's values keyed by the robot's joint names."""
         return {j: float(v) for j, v in zip(self.space.joint_names, np.asarray(self.values[group]).ravel())}
 
+    def at_bounds(self, tol: float = 0.01) -> list[BoundHit]:
+        """Fitted values within 1 % of a search bound (see :meth:`ParamSpace.at_bounds`)."""
+        return self.space.at_bounds(self.best_x, tol)
+
     def decoded_json(self) -> dict:
         """The ``best_params_decoded`` dict (per-joint lists, integer delay)."""
         return self.space.decoded_to_json(self.values)
@@ -160,8 +187,10 @@ class FitResult:
             "popsize": self.popsize,
             "backend": self.backend,
             "param_space": self.space.describe(),
+            "at_bounds": [asdict(h) for h in self.at_bounds()],
             "cma": None if self.search is None else self.search.to_json(),
             "refine": None if self.refine is None else self.refine.to_json(),
+            "adequacy": None if self.adequacy is None else self.adequacy.to_json(),
         }
 
     @classmethod
@@ -198,7 +227,17 @@ class FitResult:
             popsize=int(d.get("popsize", 0)), backend=str(d.get("backend", "")),
             search=SearchDistribution.from_json(d["cma"]) if d.get("cma") else None,
             refine=RefineSummary.from_json(d["refine"]) if d.get("refine") else None,
+            adequacy=_adequacy(d.get("adequacy")),
         )
+
+    @property
+    def unreliable(self) -> dict[str, str]:
+        """Label -> why its value must not be trusted as it stands (at a bound; fitted under a misfit)."""
+        out = {h.label: f"at its {h.side} bound {h.bound:g}" for h in self.at_bounds()}
+        if self.adequacy is not None and self.adequacy.misfit:
+            for lab in self.space.labels():
+                out[lab] = (out[lab] + "; " if lab in out else "") + "fitted under a misfit (see adequacy)"
+        return out
 
     def write(self, run_dir: str | Path) -> Path:
         """Write ``<run_dir>/sysid_best_params.json`` atomically."""
@@ -218,3 +257,11 @@ class FitResult:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: {exc}") from None
 
+
+
+def _adequacy(d: Mapping | None):
+    if not d:
+        return None
+    from isaaclab_sysid.evaluate.adequacy import Adequacy  # evaluation's type; imported here to keep fit/ first
+
+    return Adequacy.from_json(dict(d))

@@ -17,6 +17,7 @@ import numpy as np
 from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.checkpoint import latest_state, save_checkpoint
 from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings, GenerationRecord
+from isaaclab_sysid.fit.param_space import BoundHit
 from isaaclab_sysid.fit.outputs import write_progress
 from isaaclab_sysid.fit.problem import FitProblem
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, RefineState, refine_line
@@ -31,24 +32,34 @@ class SearchSettings:
     Attributes:
         cmaes: the CMA-ES settings (population, generations, step, seed, start).
         refine_iter: Levenberg-Marquardt iterations per phase (0 = no refinement).
+        delay_neighbours: delays refined beside the best one, d-k..d+k (None = every delay in the bounds).
         save_interval: checkpoint every this many generations (and at the end).
         quiet: no per-generation progress line.
     """
 
     cmaes: CmaesSettings
     refine_iter: int = 10
+    delay_neighbours: int | None = None
     save_interval: int = 5
     quiet: bool = False
 
 
-def progress_line(rec: GenerationRecord, max_iter: int, run_names: list[str]) -> str:
-    """One console line for a CMA-ES generation."""
+def progress_line(rec: GenerationRecord, max_iter: int, run_names: list[str], hits: list[BoundHit] = ()) -> str:
+    """One console line for a CMA-ES generation (``hits``: the best-so-far's values at a search bound)."""
     contrib = ", ".join(f"{n} {c:.3e}" for n, c in zip(run_names, rec.contrib_best))
     return (
         f"[gen {rec.iteration:3d}/{max_iter}] best {rec.best:.4e}  median {rec.median:.4e}  "
         f"best-so-far {rec.best_ever:.4e} | w*L of best: {contrib} | diverged {rec.n_diverged}/{rec.popsize} "
-        f"| sigma {rec.sigma:.3f} | {rec.wall_s:.1f} s"
+        f"| sigma {rec.sigma:.3f} | {rec.wall_s:.1f} s{bound_note(hits)}"
     )
+
+
+def bound_note(hits: list[BoundHit]) -> str:
+    """`` | at bound: a (upper), b (lower)`` for the progress lines, or nothing."""
+    if not hits:
+        return ""
+    more = f" +{len(hits) - 3} more" if len(hits) > 3 else ""
+    return f" | at bound: {', '.join(f'{h.label} ({h.side})' for h in hits[:3])}{more}"
 
 
 class Search:
@@ -67,7 +78,8 @@ class Search:
         objective = p.objective()
         self.cmaes = CmaesFit(objective, settings.cmaes, state=None if state is None else state.cmaes, best=best)
         self.state = FitState(self.cmaes.state, best, None if state is None else state.refine)
-        self.refiner = LMRefiner(objective, RefineSettings(max_iter=settings.refine_iter), best=best)
+        self.refiner = LMRefiner(objective, RefineSettings(max_iter=settings.refine_iter,
+                                                           delay_neighbours=settings.delay_neighbours), best=best)
 
     @classmethod
     def resumed(cls, problem: FitProblem, settings: SearchSettings, run_dir: Path, log: Callable[[str], None] = print,
@@ -87,7 +99,8 @@ class Search:
 
     def _generation(self, rec: GenerationRecord, fit: CmaesFit) -> None:
         if not self.settings.quiet:
-            self.log(progress_line(rec, self.settings.cmaes.max_iter, fit.run_names))
+            hits = self.problem.space.at_bounds(self.state.best.x) if self.state.best.x is not None else []
+            self.log(progress_line(rec, self.settings.cmaes.max_iter, fit.run_names, hits))
         write_progress(self.run_dir, fit.state.history, fit.run_names)
         if rec.iteration % self.settings.save_interval == 0 or fit.done:
             self.checkpoint()
@@ -96,7 +109,7 @@ class Search:
 
     def _refinement(self, rec: dict, _state: RefineState) -> None:
         if not self.settings.quiet:
-            self.log(refine_line(rec, self.settings.refine_iter))
+            self.log(refine_line(rec, self.settings.refine_iter) + bound_note(self.problem.space.at_bounds(self.state.best.x)))
         self.checkpoint()
 
     def run(self, x0_extra: np.ndarray | None = None) -> FitResult:

@@ -50,10 +50,9 @@ def per_run_intervals(sens: Sensitivity, level: float = 0.95, rtol: float = 1e-9
         cov = np.full((len(sens.cont),) * 2, np.nan)
         warns.append("per_run: one run only; no spread across runs")
     else:
-        with np.errstate(all="ignore"):
-            dev = T - np.nanmean(T, axis=0)
-            cov = np.einsum("rp,rq->pq", np.nan_to_num(dev), np.nan_to_num(dev)) / (R - 1) / R
-        bad = np.any(~np.isfinite(T), axis=0)
+        bad = np.any(~np.isfinite(T), axis=0)  # an entry some run cannot pin down has no spread
+        dev = np.where(bad, 0.0, T - np.mean(np.where(bad, 0.0, T), axis=0))
+        cov = np.einsum("rp,rq->pq", dev, dev) / (R - 1) / R
         cov[bad, :] = np.nan
         cov[:, bad] = np.nan
     ivs, w2 = gaussian_intervals(sens.space, sens.value, cov, sens.cont, level, "per_run")

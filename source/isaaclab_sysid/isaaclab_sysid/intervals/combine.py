@@ -37,6 +37,7 @@ from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
 from isaaclab_sysid.intervals.cma_cov import cma_intervals
 from isaaclab_sysid.intervals.common import Interval, IntervalSet
+from isaaclab_sysid.intervals.consistency import consistency
 from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.utils.atomic import atomic_write_json
@@ -108,33 +109,132 @@ def widest(a: IntervalSet, b: IntervalSet) -> IntervalSet:
         if o is None:
             out.append(iv)
             continue
+        flags = dict(reliable=iv.reliable and o.reliable, at_bound=iv.at_bound or o.at_bound)
         if not (iv.bounded and o.bounded):
             out.append(Interval(iv.label, iv.group, iv.joint, iv.value, None, None, None, False,
-                                iv.note or o.note or "unbounded in one method"))
+                                iv.note or o.note or "unbounded in one method", **flags))
             continue
         std = max(x for x in (iv.std, o.std, 0.0) if x is not None) or None
+        note = "; ".join(n for n in ("widest of curvature and bootstrap", iv.note) if n)
         out.append(Interval(iv.label, iv.group, iv.joint, iv.value, min(iv.lower, o.lower), max(iv.upper, o.upper), std,
-                            True, "widest of curvature and bootstrap"))
+                            True, note, **flags))
     return IntervalSet("widest", a.level, out, a.warnings + b.warnings, {"of": [a.method, b.method]}, a.cov, a.cov_labels)
 
 
 def structure_ratio(backend: ReplayBackend, space: ParamSpace, x0: np.ndarray, fit_runs: Sequence[Run],
                     heldout: Sequence[Run], weights: LossWeights) -> dict:
-    """Loss per run of the fitted parameters on the fit and held-out runs, and rho = mean held-out / mean fit."""
+    """Loss per run of the fitted parameters on the fit and held-out runs, and rho, the held-out excess.
+
+    rho is the largest, over the channels q, dq and EE position, of (mean held-out MSE) / (mean fit MSE): the
+    loss as a whole is dominated by the velocity noise, which hides a position error the model makes on the
+    held-out run; each channel's ratio is kept too.
+    """
     if not heldout:
         return {"rho": None, "note": "no held-out runs: no structure-error allowance can be derived"}
     runs = list(fit_runs) + list(heldout)
-    lb = total_loss(backend.rollout(space.to_batch(np.asarray([x0])), runs), runs, weights)
+    rollouts = backend.rollout(space.to_batch(np.asarray([x0])), runs)
+    lb = total_loss(rollouts, runs, weights)
     per = lb.per_run[:, 0]
     fit_l, ho_l = per[: len(fit_runs)], per[len(fit_runs):]
-    rho = float(np.mean(ho_l) / np.mean(fit_l)) if np.mean(fit_l) > 0 else None
+    mse = np.array([[float(np.mean((getattr(ro, a)[0] - getattr(r, b)) ** 2)) for a, b in
+                     (("q", "q"), ("dq", "dq"), ("ee_pos", "ee_pos"))] for ro, r in zip(rollouts, runs)])
+    nf = len(fit_runs)
+    with np.errstate(all="ignore"):
+        ch = np.mean(mse[nf:], axis=0) / np.mean(mse[:nf], axis=0)
+    ch = {k: (float(v) if np.isfinite(v) else None) for k, v in zip(("q", "dq", "ee_pos"), ch)}
+    finite = [v for v in ch.values() if v is not None]
+    rho = max(finite) if finite else None
     return {
         "rho": rho,
+        "rho_per_channel": ch,
+        "rho_loss": float(np.mean(ho_l) / np.mean(fit_l)) if np.mean(fit_l) > 0 else None,
         "fit_loss_per_run": {r.name: float(v) for r, v in zip(fit_runs, fit_l)},
         "heldout_loss_per_run": {r.name: float(v) for r, v in zip(heldout, ho_l)},
         "heldout_diverged": bool(lb.diverged[0]),
-        "note": "rho = mean held-out loss / mean fit loss (each an MSE per sample); rho > 1: the model misses something",
+        "note": "rho = the largest channel ratio (q, dq, EE) of mean held-out MSE / mean fit MSE; rho > 1: the model "
+                "misses something",
     }
+
+
+def delay_heldout_profile(backend: ReplayBackend, result: FitResult, heldout: Sequence[Run],
+                          tol: float = 0.02) -> dict | None:
+    """The held-out loss at each delay's re-optimized parameters (the refinement's per-delay tracks).
+
+    Returns None without held-out runs or with fewer than two delay tracks; else the held-out loss per delay,
+    its best delay and the delays whose held-out loss is within ``tol`` (relative) of the best.
+    """
+    if not heldout or result.refine is None:
+        return None
+    per = result.refine.best_per_delay()
+    if len(per) < 2 or any(t.x.size != result.space.dim for t in per.values()):
+        return None
+    delays = list(per)
+    X = np.asarray([per[d].x for d in delays])
+    lb = total_loss(backend.rollout(result.space.to_batch(X), list(heldout)), list(heldout), result.loss_weights)
+    loss = {d: float(v) for d, v in zip(delays, lb.total)}
+    best = min(loss, key=loss.get)
+    near = sorted(d for d, v in loss.items() if v <= (1.0 + tol) * loss[best])
+    return {"heldout_loss": {str(d): v for d, v in loss.items()}, "fit_loss": {str(d): per[d].loss for d in delays},
+            "heldout_best": best, "within_tol": near, "tol": tol,
+            "note": f"held-out loss at each delay's fit optimum; delays within {100 * tol:g} % of the best are "
+                    "indistinguishable on the held-out runs"}
+
+
+def inflate(s: IntervalSet, factor: float | dict[str, float], space: ParamSpace, why: str) -> None:
+    """Widen every bounded continuous interval of ``s`` about its value by ``factor`` (per label when a dict;
+    clipped to the search bounds)."""
+    lo_b, hi_b = space.bounds()
+    labels = space.labels()
+    for iv in s.intervals:
+        if not iv.bounded or iv.group == "delay":
+            continue
+        f = factor.get(iv.label, 1.0) if isinstance(factor, dict) else factor
+        if f <= 1.0:
+            continue
+        i = labels.index(iv.label)
+        iv.lower = float(max(lo_b[i], iv.value - f * (iv.value - iv.lower)))
+        iv.upper = float(min(hi_b[i], iv.value + f * (iv.upper - iv.value)))
+        iv.std = None if iv.std is None else float(iv.std * f)
+        iv.note = "; ".join(n for n in (iv.note, why.format(f=f)) if n)
+
+
+def flag_intervals(sets: dict[str, IntervalSet], result: FitResult, delay_profile: dict | None) -> list[str]:
+    """Mark what the intervals cannot promise: values at a search bound, a misfit, a delay the held-out runs dispute.
+
+    Returns the warnings. Every method's set is marked the same way.
+    """
+    warns: list[str] = []
+    hits = {h.label: h for h in result.at_bounds()}
+    misfit = result.adequacy is not None and result.adequacy.misfit
+    for lab, h in hits.items():
+        warns.append(f"intervals: {h.describe()}: its interval assumes an interior optimum; unreliable")
+    if misfit:
+        warns.append("intervals: the model misfits the data (" + "; ".join(result.adequacy.messages[:2]) + "): every "
+                     "interval assumes the model is right and is marked unreliable")
+    dwarn = None
+    if delay_profile is not None and result.delay is not None:
+        near = delay_profile["within_tol"]
+        if len(near) > 1 or delay_profile["heldout_best"] != result.delay:
+            dwarn = (f"delay not identified on the held-out runs: delays {near} fit them within "
+                     f"{100 * delay_profile['tol']:g} % (best {delay_profile['heldout_best']}, fitted {result.delay})")
+            warns.append(f"intervals: {dwarn}; the delay interval is widened to cover them")
+    for s in sets.values():
+        for iv in s.intervals:
+            notes = []
+            if iv.label in hits:
+                iv.at_bound = hits[iv.label].side
+                notes.append(f"at its {iv.at_bound} search bound")
+            if misfit:
+                notes.append("fitted under a misfit")
+            if iv.group == "delay" and dwarn is not None:
+                notes.append(dwarn)
+                if iv.bounded:
+                    iv.lower = float(min(iv.lower, *delay_profile["within_tol"]))
+                    iv.upper = float(max(iv.upper, *delay_profile["within_tol"]))
+            if notes:
+                iv.reliable = False
+                iv.note = "; ".join([n for n in (iv.note, *notes) if n])
+    return warns
 
 
 def compute_all(
@@ -170,8 +270,26 @@ def compute_all(
     timing["statistics"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     structure = structure_ratio(backend, space, x0, runs, heldout, weights)
+    delay_prof = delay_heldout_profile(backend, result, heldout)
+    if delay_prof is not None:
+        structure["delay_profile"] = delay_prof
     timing["heldout_rollout"] = time.perf_counter() - t0
-    warns = list(sets["curvature"].warnings)
+    t0 = time.perf_counter()
+    sens_held = [sensitivity(ReplayObjective(space, backend, heldout, weights), x0, fd_step, profile_delay=False)] \
+        if heldout else []
+    agree = consistency([sens, *sens_held])
+    structure["consistency"] = agree.to_json()
+    timing["consistency"] = time.perf_counter() - t0
+    flag_warns = []
+    if agree.ratio is not None and agree.ratio > 1.0:
+        for m in ("curvature", "bootstrap"):
+            inflate(sets[m], agree.factors(sens.labels), space,
+                    "widened x{f:.2f}: the runs' own optima disagree beyond their noise (Birge ratio)")
+        flag_warns.append(f"intervals: the runs' own optima (fit and held-out) disagree {agree.ratio:.2f}x beyond their "
+                          "noise (Birge ratio): model-structure error the noise does not explain; every interval widened "
+                          "by max(that, its own ratio)")
+    flag_warns += flag_intervals(sets, result, delay_prof)
+    warns = list(sets["curvature"].warnings) + flag_warns
     c, b = sets["curvature"].by_label(), sets["bootstrap"].by_label()
     for lab, iv in c.items():
         o = b.get(lab)

@@ -50,6 +50,9 @@ class Interval:
         std: standard error (None where undefined, e.g. the integer delay or unbounded).
         identifiable: False when the data cannot pin the number down.
         note: why a number is unbounded, at a bound, etc.
+        reliable: False when the interval's assumptions fail: the value sits at a search bound, or
+            the model misfits the data (intervals/combine.py ``flag_intervals``); the note says why.
+        at_bound: ``lower`` / ``upper`` when the fitted value sits at that search bound, else None.
     """
 
     label: str
@@ -61,6 +64,8 @@ class Interval:
     std: float | None = None
     identifiable: bool = True
     note: str = ""
+    reliable: bool = True
+    at_bound: str | None = None
 
     @property
     def bounded(self) -> bool:

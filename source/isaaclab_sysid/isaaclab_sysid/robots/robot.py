@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import mujoco
@@ -92,6 +92,51 @@ class Robot:
             frames = [f for f in model.frames if f.parentJoint == j and f.type == pin.FrameType.BODY]
             out.append(frames[0].name)
         return tuple(out)
+
+    @property
+    def ee_frame(self) -> str:
+        """The EE point every builder uses, in words: ``"<ee_link> + [x, y, z] m"`` (the config's ``ee_offset``)."""
+        return f"{self.config.ee_link} + [{', '.join(f'{v:g}' for v in self.config.ee_offset)}] m"
+
+    def with_real_controller(
+        self,
+        ee_offset: Sequence[float] | None = None,
+        torque_limit: Sequence[float] | None = None,
+        torque_rate_limit: Sequence[float] | None = None,
+    ) -> "Robot":
+        """A copy with the real controller's EE point and limits in place of the config's (None keeps one).
+
+        Args:
+            ee_offset: (3,) EE point in the ``ee_link`` frame [m] (the Franka's Desk EE setting:
+                [0, 0, 0.1034] for the hand's TCP).
+            torque_limit: (N,) or (1,) per-joint torque limit [N m] (one value: every joint; inf: none).
+            torque_rate_limit: (N,) or (1,) torque slew limit [N m/s].
+        Raises:
+            RobotConfigError: wrong lengths, non-positive or NaN values.
+        """
+        n = self.n_dof
+
+        def per_joint(v: Sequence[float] | None, what: str) -> tuple[float, ...] | None:
+            if v is None:
+                return None
+            a = np.asarray(v, dtype=float).ravel()
+            if a.size == 1:
+                a = np.full(n, a[0])
+            if a.size != n or np.any(np.isnan(a)) or np.any(a <= 0):
+                raise RobotConfigError(f"{what}: expected 1 or {n} positive values, got {list(v)}")
+            return tuple(float(x) for x in a)
+
+        changes: dict = {}
+        if ee_offset is not None:
+            off = np.asarray(ee_offset, dtype=float).ravel()
+            if off.size != 3 or not np.all(np.isfinite(off)):
+                raise RobotConfigError(f"ee_offset: expected 3 finite values [m], got {list(ee_offset)}")
+            changes["ee_offset"] = tuple(float(x) for x in off)
+        if torque_limit is not None:
+            changes["torque_limit"] = per_joint(torque_limit, "torque_limit")
+        if torque_rate_limit is not None:
+            changes["torque_rate_limit"] = per_joint(torque_rate_limit, "torque_rate_limit")
+        return Robot(replace(self.config, **changes), dict(self.link_inertials)) if changes else self
 
     def with_inertials(self, link_inertials: Mapping[str, LinkInertial]) -> "Robot":
         """A copy of this robot with (more) link inertial overrides."""

@@ -16,7 +16,7 @@ import numpy as np
 from isaaclab_sysid.data.run import Run
 
 #: Every parameter group a backend may support (see DESIGN: "Parameters fitted by replay").
-PARAM_GROUPS = ("armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio")
+PARAM_GROUPS = ("armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio", "stribeck_velocity")
 
 
 class UnsupportedParameterError(ValueError):
@@ -35,6 +35,8 @@ class ReplayOptions:
         slew_limit: limit the commanded torque's rate to the robot's ``torque_rate_limit``.
         max_joint_velocity: a candidate whose |qd| exceeds this [rad/s] (or turns
             non-finite) is flagged as diverged.
+        stribeck_velocity: Stribeck velocity vs [rad/s] of the static-friction group
+            (``mu_static``/``dynamic_ratio``: friction Fc + (Fs - Fc) exp(-(v/vs)^2)).
     """
 
     warmup_ticks: int = 50
@@ -42,6 +44,7 @@ class ReplayOptions:
     torque_clamp: bool = False
     slew_limit: bool = False
     max_joint_velocity: float = 50.0
+    stribeck_velocity: float = 0.05
 
 
 @dataclass
@@ -53,8 +56,11 @@ class CandidateBatch:
         friction: (P, N) Coulomb (static) friction torque [N m].
         viscous: (P, N) [N m s/rad].
         delay: (P,) integer actuator delay [ticks].
-        mu_static: (P, N) static friction [N m] (PhysX-style; MuJoCo refuses it).
-        dynamic_ratio: (P, N) dynamic/static friction ratio (PhysX-style).
+        mu_static: (P, N) static (breakaway) friction Fs [N m]; with it the Coulomb
+            (sliding) friction is ``dynamic_ratio x mu_static`` and ``friction`` must be None.
+        dynamic_ratio: (P, N) dynamic/static friction ratio Fc / Fs in [0, 1].
+        stribeck_velocity: (P, N) Stribeck velocity vs [rad/s] of the static model (None: the
+            backend's ``ReplayOptions.stribeck_velocity``).
     """
 
     armature: np.ndarray | None = None
@@ -63,6 +69,7 @@ class CandidateBatch:
     delay: np.ndarray | None = None
     mu_static: np.ndarray | None = None
     dynamic_ratio: np.ndarray | None = None
+    stribeck_velocity: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -134,7 +141,8 @@ def candidate_arrays(batch: CandidateBatch, nominal: dict[str, np.ndarray], n_do
 
     Returns ``armature``, ``friction``, ``viscous`` as (P, N) float64 (a group
     left None takes ``nominal[group]``, an (N,) array) and ``delay`` as (P,)
-    int64 (None -> 0).
+    int64 (None -> 0). With the static-friction group, ``mu_static`` (P, N) is
+    returned too and ``friction`` is its sliding part ``dynamic_ratio x mu_static``.
 
     Raises:
         ValueError: wrong shapes, negative or non-finite values, non-integer delays.
@@ -152,6 +160,25 @@ def candidate_arrays(batch: CandidateBatch, nominal: dict[str, np.ndarray], n_do
             if not np.all(np.isfinite(arr)) or np.any(arr < 0):
                 raise ValueError(f"CandidateBatch.{g} must be finite and >= 0")
         out[g] = np.ascontiguousarray(arr)
+    if batch.mu_static is not None:
+        if batch.friction is not None:
+            raise ValueError("CandidateBatch: give friction (Coulomb) or mu_static + dynamic_ratio (static model), not both")
+        fs = np.asarray(batch.mu_static, dtype=np.float64)
+        ratio = np.ones_like(fs) if batch.dynamic_ratio is None else np.asarray(batch.dynamic_ratio, dtype=np.float64)
+        if fs.shape != (p_count, n_dof) or ratio.shape != (p_count, n_dof):
+            raise ValueError(f"CandidateBatch.mu_static/dynamic_ratio must have shape ({p_count}, {n_dof})")
+        if not (np.all(np.isfinite(fs)) and np.all(fs >= 0) and np.all(np.isfinite(ratio))
+                and np.all((ratio >= 0) & (ratio <= 1))):
+            raise ValueError("CandidateBatch.mu_static must be finite and >= 0, dynamic_ratio in [0, 1]")
+        out["mu_static"] = np.ascontiguousarray(fs)
+        out["friction"] = np.ascontiguousarray(ratio * fs)
+        if batch.stribeck_velocity is not None:
+            vs = np.asarray(batch.stribeck_velocity, dtype=np.float64)
+            if vs.shape != (p_count, n_dof) or not (np.all(np.isfinite(vs)) and np.all(vs > 0)):
+                raise ValueError(f"CandidateBatch.stribeck_velocity must be ({p_count}, {n_dof}), finite and > 0")
+            out["stribeck_velocity"] = np.ascontiguousarray(vs)
+    elif batch.dynamic_ratio is not None or batch.stribeck_velocity is not None:
+        raise ValueError("CandidateBatch.dynamic_ratio and stribeck_velocity need mu_static (the static-friction model)")
     if batch.delay is None:
         out["delay"] = np.zeros(p_count, dtype=np.int64)
     else:

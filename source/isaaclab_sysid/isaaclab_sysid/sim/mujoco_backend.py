@@ -39,6 +39,10 @@ from isaaclab_sysid.timebase import TICK_S
 GRAVITY = 9.81
 
 
+#: orientation-error convention -> the native loop's mode (replay.c: 1 = rotation vector, 0 = 2 vec(q_des q^-1))
+ORIENTATION_MODES = {"rotvec": 1, "quat_2vec": 0, "quat": 0}
+
+
 @dataclass(frozen=True)
 class StribeckFriction:
     """A friction model the fit does not have (used by the twin): per joint, the
@@ -83,7 +87,8 @@ class MujocoBackend:
     """
 
     name = "mujoco"
-    supported_groups = frozenset({"armature", "friction", "viscous", "delay"})
+    supported_groups = frozenset({"armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio",
+                                  "stribeck_velocity"})
 
     def __init__(
         self,
@@ -130,6 +135,10 @@ class MujocoBackend:
         )
         if self.options.slew_limit and rate is None:
             raise ValueError(f"slew_limit requested but robot '{robot.name}' has no torque_rate_limit")
+        vs = float(self.options.stribeck_velocity)
+        if not (np.isfinite(vs) and vs > 0):
+            raise ValueError(f"stribeck_velocity must be > 0 [rad/s], got {vs}")
+        self._fit_vs = np.full(self.n_dof, vs)
         self._stribeck = None
         if stribeck is not None:
             fs = np.ascontiguousarray(stribeck.static, dtype=np.float64)
@@ -169,6 +178,8 @@ class MujocoBackend:
         return replay_gravity(self.options, sched.gravity_compensated)
 
     def _params(self, batch: CandidateBatch) -> dict[str, np.ndarray]:
+        if batch.mu_static is not None and self._stribeck is not None:
+            raise ValueError("a backend built with a fixed Stribeck friction cannot also take a fitted mu_static")
         return candidate_arrays(batch, self._nominal, self.n_dof)
 
     # -------------------------------------------------------------- rollout
@@ -248,9 +259,10 @@ class MujocoBackend:
         job.controller = CONTROLLER_IDS[s.controller]
         job.site_id = self._site
         job.coriolis = int(bool(law.coriolis_compensation))
-        if law.orientation_error not in ("quat", "rotvec"):
-            raise ValueError(f"run '{s.name}': unknown orientation_error '{law.orientation_error}'")
-        job.orient_rotvec = int(law.orientation_error == "rotvec")
+        if law.orientation_error not in ORIENTATION_MODES:
+            raise ValueError(f"run '{s.name}': orientation_error '{law.orientation_error}' is not one the native loop "
+                             f"computes ({', '.join(ORIENTATION_MODES)})")
+        job.orient_rotvec = ORIENTATION_MODES[law.orientation_error]
         job.kp = _ptr(s.kp)
         job.kd = _ptr(s.kd)
         job.max_pos_err = float(law.max_position_error) if law.max_position_error else 0.0
@@ -269,7 +281,13 @@ class MujocoBackend:
             row = params[g][p]
             keep.append(row)
             setattr(job, g, _ptr(row))
-        if self._stribeck is not None:
+        if "mu_static" in params:  # the fitted static-friction group: Stribeck at the options' velocity
+            fs = params["mu_static"][p]
+            vs = params["stribeck_velocity"][p] if "stribeck_velocity" in params else self._fit_vs
+            keep += [fs, vs]
+            job.fric_static = _ptr(fs)
+            job.stribeck_vel = _ptr(vs)
+        elif self._stribeck is not None:
             job.fric_static = _ptr(self._stribeck[0])
             job.stribeck_vel = _ptr(self._stribeck[1])
         job.gravity = GRAVITY if gravity else 0.0

@@ -34,8 +34,15 @@ def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def orientation_error(quat_des_xyzw: np.ndarray, xmat: np.ndarray, convention: str) -> np.ndarray:
-    """Orientation error toward the target, world frame: ``2 vec(q_des q^-1)`` (short way)
-    or the rotation vector of ``R_des R^T``."""
+    """(3,) orientation error toward the target, world frame, the short way (docs/data_format.md).
+
+    Args:
+        quat_des_xyzw: (4,) target orientation (normalized here).
+        xmat: (3, 3) current orientation R.
+        convention: ``"rotvec"`` (rotation vector of R_des R^T [rad]), ``"quat_vec"``
+            (vec(q_des q^-1): libfranka's cartesian_impedance_example, sin(angle/2) x axis) or
+            ``"quat_2vec"`` (2 vec(q_des q^-1); ``"quat"`` is its old name).
+    """
     qd = np.array([quat_des_xyzw[3], *quat_des_xyzw[:3]])
     qd = qd / np.linalg.norm(qd)
     q = np.zeros(4)
@@ -43,8 +50,12 @@ def orientation_error(quat_des_xyzw: np.ndarray, xmat: np.ndarray, convention: s
     qe = _qmul(qd, np.array([q[0], -q[1], -q[2], -q[3]]))
     if qe[0] < 0:
         qe = -qe
-    if convention == "quat":
+    if convention == "quat_vec":
+        return qe[1:].copy()
+    if convention in ("quat_2vec", "quat"):
         return 2.0 * qe[1:]
+    if convention != "rotvec":
+        raise ValueError(f"unknown orientation_error {convention!r}")
     s = np.linalg.norm(qe[1:])
     if s < 1e-15:
         return 2.0 * qe[1:]
@@ -77,7 +88,9 @@ def reference_replay(
     n = m.nv
     d.qpos[:] = s.q_init
     W = opts.warmup_ticks
-    law = s.law
+    # the law and gains as the run records them (the backends get an equivalent form: schedule.backend_law)
+    law = run.meta.impedance if run.meta.controller == "task_impedance" else s.law
+    kp_task = np.asarray(run.meta.kp, dtype=float)
     samples = {int(k): i for i, k in enumerate(s.sample_ticks)}
     out = {k: np.full((s.n_samples, w), np.nan) for k, w in (("q", n), ("dq", n), ("ee_pos", 3), ("tau", n))}
     cmd_hist: list[np.ndarray] = []
@@ -103,7 +116,7 @@ def reference_replay(
                 _clip(orientation_error(sp[3:], d.site_xmat[site].reshape(3, 3), law.orientation_error),
                       law.max_orientation_error),
             ])
-            tau = jac.T @ (s.kp * e - s.kd * (jac @ d.qvel))
+            tau = jac.T @ (kp_task * e - s.kd * (jac @ d.qvel))
             if law.coriolis_compensation:
                 d0.qpos[:], d0.qvel[:] = d.qpos, d.qvel
                 mujoco.mj_forward(m0, d0)

@@ -8,13 +8,34 @@ The state of row i is sampled at ``sample_ticks[i]`` (before that tick's step).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from isaaclab_sysid.data.run import ImpedanceLaw, Run
 
 CONTROLLER_IDS = {"joint_pd": 0, "task_impedance": 1}
+#: The orientation-error forms the backends compute: ``"quat"`` = 2 vec(q_des q^-1), ``"rotvec"``.
+BACKEND_ORIENTATION = {"quat_2vec": "quat", "rotvec": "rotvec"}
+
+
+def backend_law(law: ImpedanceLaw, kp: np.ndarray) -> tuple[ImpedanceLaw, np.ndarray]:
+    """The law and (6,) gains in the backends' form (:data:`BACKEND_ORIENTATION`), exactly equivalent.
+
+    ``quat_vec`` (e = vec(q_des q^-1)) is ``quat_2vec`` (e' = 2 e) at half the rotational stiffness and
+    twice the rotational clip: ``(kp / 2) e' = kp e`` and ``clip(e', 2 c) = 2 clip(e, c)`` bit for bit
+    (scaling by 2 is exact in floating point). The plain-Python reference computes ``quat_vec``
+    directly, so the conformance tests check this mapping.
+    """
+    conv = law.orientation_error
+    if conv == "quat_vec":
+        kp = np.asarray(kp, dtype=np.float64).copy()
+        kp[3:6] *= 0.5
+        clip = None if law.max_orientation_error is None else 2.0 * law.max_orientation_error
+        return replace(law, orientation_error="quat", max_orientation_error=clip), kp
+    if conv not in BACKEND_ORIENTATION:
+        raise ValueError(f"unknown orientation_error {conv!r} (expected rotvec, quat_vec or quat_2vec)")
+    return replace(law, orientation_error=BACKEND_ORIENTATION[conv]), np.asarray(kp, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -27,8 +48,9 @@ class RunSchedule:
         sp_ticks: (K,) int64 tick each setpoint takes effect (first is 0).
         sp_values: (K, D) setpoints: q* (D = N) or x* ++ quat* xyzw (D = 7).
         sample_ticks: (T,) int64 strictly increasing sample ticks.
-        kp, kd: gains, (N,) for joint_pd, (6,) for task_impedance.
-        law: the impedance law (task_impedance only).
+        kp, kd: gains, (N,) for joint_pd, (6,) for task_impedance (``kp`` in the law's backend form).
+        law: the impedance law (task_impedance only) in the backends' form (:func:`backend_law`:
+            ``orientation_error`` ``"quat"`` = 2 vec(q_des q^-1) or ``"rotvec"``).
         q_init: (N,) start posture.
         q_rest: (N,) null-space rest posture.
         gravity_compensated: the real arm compensated gravity.
@@ -84,7 +106,15 @@ def schedule_of(run: Run, n_dof: int) -> RunSchedule:
     if meta.controller == "task_impedance":
         quat = values[:, 3:7]
         values = _c(np.concatenate([values[:, :3], quat / np.linalg.norm(quat, axis=1, keepdims=True)], axis=1))
-    law = meta.impedance
+    law = meta.impedance if meta.impedance is not None else ImpedanceLaw()
+    if meta.controller == "task_impedance":
+        if meta.impedance is None:
+            raise ValueError(f"run '{run.name}' does not record its impedance law ({', '.join(meta.unrecorded)}): "
+                             "state it before replaying (Run.with_law; the fit's --orientation_error and "
+                             "--coriolis_compensation / --no_coriolis_compensation)")
+    law, kp_backend = backend_law(law, kp)  # the backends check the law's form for every run
+    if meta.controller == "task_impedance":
+        kp = _c(kp_backend)
     q_init = _c(meta.q_init)
     q_rest = _c(law.q_rest) if law.q_rest is not None else q_init
     return RunSchedule(

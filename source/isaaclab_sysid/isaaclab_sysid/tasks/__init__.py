@@ -1,13 +1,19 @@
-"""Isaac Lab / gymnasium tasks of isaaclab_sysid.
+"""Isaac Lab tasks of isaaclab_sysid.
 
-``Isaac-Sysid-Franka-Replay-v0`` replays one recorded run with fitted joint
-parameters inside an Isaac Lab simulation (Newton; CPU or GPU), so the fit can be
-checked, or the replay reused, in a user's own Isaac Lab workflow:
+``Isaac-Sysid-Franka-Replay-v0`` is an Isaac Lab ``DirectRLEnv`` that replays
+recorded runs with fitted joint parameters, one block of envs per run and one
+candidate per env, with the fit's own per-tick replay (Newton; CPU or GPU), so a
+fit can be checked, or the replay reused, in a user's own Isaac Lab workflow:
 
-    import gymnasium as gym
+    import gymnasium as gym, torch
     import isaaclab_sysid.tasks  # registers the id (imports neither isaaclab nor torch)
-    env = gym.make("Isaac-Sysid-Franka-Replay-v0", run_csv="data/real_runs/twin_multiband_fit.csv",
-                   params_json="logs/sysid_franka/<stamp>/sysid_best_params.json", num_envs=1, device="cpu")
+    env = gym.make("Isaac-Sysid-Franka-Replay-v0", run_csv=["data/real_runs/twin_joint_multisine_fit.csv"],
+                   params_json=["logs/sysid_franka/<stamp>/sysid_best_params.json"], device="cpu")
+    obs, _ = env.reset()
+    obs, reward, terminated, truncated, extras = env.step(torch.zeros(env.unwrapped.num_envs, 7))
+
+or ``gym.make(..., cfg=SysidReplayEnvCfg(...))`` (``tasks/replay_env_cfg.py``). See
+docs/backends.md ("The replay task").
 
 Registration is lazy: the entry point is a string, so importing this package
 needs only gymnasium (and does nothing without it).

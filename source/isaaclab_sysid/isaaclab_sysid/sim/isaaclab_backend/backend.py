@@ -20,7 +20,10 @@ Per tick (Python loop over ticks, tensors batched over envs):
    torch, slew-limited, clamped, and sent as the feed-forward effort;
 4. one physics step of 1 ms.
 
-:meth:`IsaacLabBackend.replay_steps` runs that loop; its steps are the env layout
+:class:`ReplayProgram` is that per-tick work, driven by whoever steps the physics:
+:meth:`IsaacLabBackend.rollout` with its own :class:`~.scene.ReplayScene`, and the
+replay task ``Isaac-Sysid-Franka-Replay-v0`` (``isaaclab_sysid.tasks``, a
+``DirectRLEnv``) from its ``_apply_action``. Its parts are the env layout
 (:class:`_EnvBlocks`), the setpoint tables, the torque envs' controller/actuator
 step (:class:`_TorqueEnvs`), divergence (:class:`_Divergence`) and sampling
 (:class:`_Samples`).
@@ -55,7 +58,7 @@ from isaaclab_sysid.sim.isaaclab_backend.controllers import (
     joint_pd_torque,
     mat_to_quat_wxyz,
 )
-from isaaclab_sysid.sim.isaaclab_backend.scene import ReplayScene, make_spec
+from isaaclab_sysid.sim.isaaclab_backend.scene import ArmIO, ReplayScene, arm_articulation_cfg, make_spec
 from isaaclab_sysid.sim.schedule import RunSchedule, schedule_of
 from isaaclab_sysid.timebase import TICK_S
 
@@ -129,6 +132,7 @@ class IsaacLabBackend:
         self._usd = robot_usd(robot, cache_dir)
         self._scene: ReplayScene | None = None
         self._arm: TorchArm | None = None
+        self._arm_device: torch.device | None = None
         #: seconds spent in the last rollout's tick loop and its env-steps (ticks x active envs)
         self.last_timing: dict[str, float] = {}
 
@@ -155,16 +159,43 @@ class IsaacLabBackend:
             self.device,
             self.physics,
             self.max_delay,
-            self._tau_max if self.options.torque_clamp else None,
+            self.effort_limit(),
             0.5 * (self.robot.q_lower + self.robot.q_upper),
             **self._solver,
         )
         self._scene = ReplayScene(spec)
-        if self._arm is None:
-            self._arm = TorchArm(self.robot, self._scene.device)
-            # per-tick kinematics of the controller: Pinocchio per env on the CPU, batched torch on a GPU
-            self._ctl_arm = PinocchioArm(self.robot) if self._scene.device.type == "cpu" else self._arm
         return self._scene
+
+    def _kinematics(self, device: torch.device) -> tuple[TorchArm, object]:
+        """(batched torch kinematics for the EE samples, the controller's per-tick kinematics:
+        Pinocchio per env on the CPU, the batched torch one on a GPU), built once."""
+        if self._arm is None or self._arm_device != device:
+            self._arm = TorchArm(self.robot, device)
+            self._ctl_arm = PinocchioArm(self.robot) if device.type == "cpu" else self._arm
+            self._arm_device = device
+        return self._arm, self._ctl_arm
+
+    def effort_limit(self) -> np.ndarray | None:
+        """(N,) actuator effort limit [N m] of the replay (the robot's ``tau_max`` under ``torque_clamp``), or None."""
+        return self._tau_max if self.options.torque_clamp else None
+
+    def articulation_cfg(self, prim_path: str):
+        """The replay arm's ``ArticulationCfg`` at ``prim_path`` (for a scene built elsewhere, e.g. the replay task)."""
+        return arm_articulation_cfg(self._usd, self.robot.joint_names, 0.5 * (self.robot.q_lower + self.robot.q_upper),
+                                    self.max_delay, self.effort_limit(), prim_path)
+
+    def _check_runs(self, scheds: list[RunSchedule]) -> None:
+        for s in scheds:  # the schedule holds the law in the backends' form (sim/schedule.py)
+            if s.controller == "task_impedance" and s.law.orientation_error not in ("quat", "rotvec"):
+                raise ValueError(f"run '{s.name}': unknown orientation_error '{s.law.orientation_error}'")
+            if int(s.sample_ticks[0]) < -self.options.warmup_ticks:
+                raise ValueError(f"run '{s.name}' samples before the warm-up start")
+
+    def program(self, scheds: list[RunSchedule], params: dict, P: int, E: int, device: torch.device) -> ReplayProgram:
+        """The per-tick replay of ``scheds`` with the P candidates ``params`` (from :meth:`_params`) on E envs."""
+        self._check_runs(scheds)
+        _, ctl = self._kinematics(device)
+        return ReplayProgram(scheds, params, P, E, self.n_dof, self.options, ctl, self._tau_max, self._slew, device)
 
     def close(self) -> None:
         if self._scene is not None:
@@ -193,90 +224,127 @@ class IsaacLabBackend:
         params = self._params(batch)
         p_count = batch.size
         scheds = [schedule_of(r, self.n_dof) for r in runs]
-        for s in scheds:
-            if s.law.orientation_error not in ("quat", "rotvec"):
-                raise ValueError(f"run '{s.name}': unknown orientation_error '{s.law.orientation_error}'")
-            if int(s.sample_ticks[0]) < -self.options.warmup_ticks:
-                raise ValueError(f"run '{s.name}' samples before the warm-up start")
-        n = self.n_dof
-        outs = [
-            RunRollout(
-                q=np.full((p_count, s.n_samples, n), np.nan),
-                dq=np.full((p_count, s.n_samples, n), np.nan),
-                ee_pos=np.full((p_count, s.n_samples, 3), np.nan),
-                ee_quat=np.full((p_count, s.n_samples, 4), np.nan),
-                tau=np.full((p_count, s.n_samples, n), np.nan),
-                diverged=np.zeros(p_count, dtype=bool),
-            )
-            for s in scheds
-        ]
+        outs = empty_rollouts(scheds, p_count, self.n_dof)
         total = {"wall_s": 0.0, "env_steps": 0.0}
         for grav in (False, True):
             idx = [i for i, s in enumerate(scheds) if self.gravity_for(s) == grav]
             if idx:
-                gen = self.replay_steps([scheds[i] for i in idx], params, p_count, grav, [outs[i] for i in idx])
-                t = drive(gen)
+                t = self._replay([scheds[i] for i in idx], params, p_count, grav, [outs[i] for i in idx])
                 total["wall_s"] += t["wall_s"]
                 total["env_steps"] += t["env_steps"]
         self.last_timing = total
         return outs
 
-    def replay_steps(self, scheds: list[RunSchedule], params: dict, P: int, gravity: bool, outs: list[RunRollout]):
-        """The replay of runs of one gravity setting, as a generator (used by :meth:`rollout` and the gym task).
-
-        It yields ``(k, q, qd)`` (tick, float64 (E, N) state tensors) at every tick at
-        which some run samples, and accepts via ``send`` an optional extra torque
-        (E, N) added to every env's applied torque until the next sample (None:
-        none); it returns the timing dict and fills ``outs``.
-        """
-        R = len(scheds)
-        n = self.n_dof
-        sc = self._scene_for(P * R, gravity)
-        E = sc.E
-        W = self.options.warmup_ticks
-        f64 = dict(dtype=torch.float64, device=sc.device)
-        blocks = _EnvBlocks.layout(scheds, params, P, E, n, slew_on=bool(self.options.slew_limit))
-        blocks.write_to(sc, params)
-        q_init = torch.tensor(np.stack([scheds[r].q_init for r in blocks.run_of]), **f64)
-        last = max(s.last_tick for s in scheds)
-        n_ticks = W + last + 1
-        qtab, xtab = _setpoint_tables(scheds, W, last, n, f64)
-        torque = None
-        if blocks.torque_env.any():
-            torque = _TorqueEnvs(scheds, blocks, self._ctl_arm, qtab, xtab, self._tau_max, self._slew, self.options, f64)
-        samples = _Samples(scheds, blocks, qtab, self._tau_max if self.options.torque_clamp else None, f64)
-        div = _Divergence(blocks.active, self.options.max_joint_velocity, sc.device)
-        run_t = torch.tensor(blocks.run_of, device=sc.device)
-        native_t = torch.tensor(blocks.native_pd, device=sc.device)
-        # the feed-forward effort of every env: the torque envs' applied torque, 0 for the others
-        effort = torch.zeros(E, n, **f64)
-        extra = None
-
-        sc.reset(q_init)
+    def _replay(self, scheds: list[RunSchedule], params: dict, P: int, gravity: bool, outs: list[RunRollout]) -> dict[str, float]:
+        """Replay runs of one gravity setting in the backend's own scene; fills ``outs``, returns the timing."""
+        self._check_runs(scheds)  # before building a scene
+        sc = self._scene_for(P * len(scheds), gravity)
+        prog = self.program(scheds, params, P, sc.E, sc.device)
+        prog.write_to(sc.arm)
+        sc.reset(prog.q_init)
         t0 = time.perf_counter()
-        for j in range(n_ticks):
-            k = j - W
-            q32, qd32 = sc.state()
-            q, qd = q32.to(torch.float64), qd32.to(torch.float64)
-            if j > 0:  # divergence of the step just taken
-                div.check(k, q, qd)
-            if torque is not None:
-                effort[torque.idx] = torque.step(j, q, qd)
-            samples.record(k, j, q, qd, effort)
-            if k in samples.at:
-                extra = yield k, q, qd
-                if extra is not None:
-                    extra = torch.as_tensor(extra, **f64).expand(E, n)
-            if k == last:
+        for j in range(prog.n_ticks):
+            q32, qd32 = sc.arm.state()
+            targets = prog.tick(j, q32.to(torch.float64), qd32.to(torch.float64))
+            if targets is None:
                 break
-            pos_target = torch.where(native_t[:, None], qtab[j][run_t], q_init)
-            eff = effort if extra is None else effort + extra
-            sc.step(pos_target, torch.where(div.diverged[:, None], 0.0, eff))
-            if j % 50 == 49:
-                div.park(sc, q_init)
+            sc.step(*targets)
+            if j % PARK_EVERY == PARK_EVERY - 1:
+                prog.park(sc.arm)
         wall = time.perf_counter() - t0
-        samples.write(outs, self._arm, div)
-        return {"wall_s": wall, "env_steps": float(n_ticks * P * R)}
+        prog.finish(outs, self._kinematics(sc.device)[0])
+        return {"wall_s": wall, "env_steps": float(prog.n_ticks * P * len(scheds))}
+
+
+#: diverged envs are parked at their start posture after every this many ticks
+PARK_EVERY = 50
+
+
+def empty_rollouts(scheds: list[RunSchedule], P: int, n: int) -> list[RunRollout]:
+    """One NaN-filled :class:`RunRollout` per run for P candidates (filled by :meth:`ReplayProgram.finish`)."""
+    return [
+        RunRollout(
+            q=np.full((P, s.n_samples, n), np.nan),
+            dq=np.full((P, s.n_samples, n), np.nan),
+            ee_pos=np.full((P, s.n_samples, 3), np.nan),
+            ee_quat=np.full((P, s.n_samples, 4), np.nan),
+            tau=np.full((P, s.n_samples, n), np.nan),
+            diverged=np.zeros(P, dtype=bool),
+        )
+        for s in scheds
+    ]
+
+
+class ReplayProgram:
+    """One replay of R runs with P candidates on E >= P x R envs (docs/replay.md), tick by tick.
+
+    Whoever steps the physics drives it: for every 1 ms tick j = 0 .. ``n_ticks - 1``
+    (run tick k = j - W), read the arms' state, call :meth:`tick`, put the returned
+    position targets and efforts on the arm (:meth:`~.scene.ArmIO.set_targets`) and
+    take one physics step; after the steps j with ``j % PARK_EVERY == PARK_EVERY - 1``
+    call :meth:`park`. :meth:`tick` records the samples of tick k and returns None
+    at the last sample tick (no step follows); :meth:`finish` fills the rollouts.
+
+    Attributes:
+        blocks: the env layout (env ``r * P + p`` replays run r with candidate p).
+        q_init: (E, N) start posture of every env.
+        n_ticks: ticks of the replay (warm-up + up to the longest run's last sample).
+        extra: optional (E, N) torque [N m] added to every env's applied torque (not recorded).
+    """
+
+    def __init__(self, scheds: list[RunSchedule], params: dict, P: int, E: int, n: int, options: ReplayOptions,
+                 ctl_arm, tau_max: np.ndarray, slew: np.ndarray | None, device: torch.device) -> None:
+        f64 = dict(dtype=torch.float64, device=device)
+        self.scheds, self.params, self.P, self.E = scheds, params, P, E
+        self.W = options.warmup_ticks
+        self.blocks = blocks = _EnvBlocks.layout(scheds, params, P, E, n, slew_on=bool(options.slew_limit))
+        self.q_init = torch.tensor(np.stack([scheds[r].q_init for r in blocks.run_of]), **f64)
+        self.last = max(s.last_tick for s in scheds)
+        self.n_ticks = self.W + self.last + 1
+        self.qtab, xtab = _setpoint_tables(scheds, self.W, self.last, n, f64)
+        self.torque = None
+        if blocks.torque_env.any():
+            self.torque = _TorqueEnvs(scheds, blocks, ctl_arm, self.qtab, xtab, tau_max, slew, options, f64)
+        self.samples = _Samples(scheds, blocks, self.qtab, tau_max if options.torque_clamp else None, f64)
+        self.div = _Divergence(blocks.active, options.max_joint_velocity, device)
+        self._run_t = torch.tensor(blocks.run_of, device=device)
+        self._native_t = torch.tensor(blocks.native_pd, device=device)
+        # the feed-forward effort of every env: the torque envs' applied torque, 0 for the others
+        self.effort = torch.zeros(E, n, **f64)
+        self.extra: torch.Tensor | None = None
+        self.done = False
+
+    def write_to(self, arm: ArmIO) -> None:
+        """Every env's joint properties (its candidate's) and actuator (gains and delay)."""
+        self.blocks.write_to(arm, self.params)
+
+    def tick(self, j: int, q: torch.Tensor, qd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Tick j from the state (E, N) float64 at its start: (position targets, efforts) for its step, or None
+        after recording the last sample tick."""
+        k = j - self.W
+        if j > 0:  # divergence of the step just taken
+            self.div.check(k, q, qd)
+        if self.torque is not None:
+            self.effort[self.torque.idx] = self.torque.step(j, q, qd)
+        self.samples.record(k, j, q, qd, self.effort)
+        if k >= self.last:
+            self.done = True
+            return None
+        pos_target = torch.where(self._native_t[:, None], self.qtab[j][self._run_t], self.q_init)
+        eff = self.effort if self.extra is None else self.effort + self.extra
+        return pos_target, torch.where(self.div.diverged[:, None], 0.0, eff)
+
+    def sampled(self, k: int) -> list[tuple[int, int]]:
+        """The (run, row) pairs sampled at tick k."""
+        return self.samples.at.get(k, [])
+
+    def park(self, arm: ArmIO) -> None:
+        """Put newly diverged envs back at their start posture at rest."""
+        self.div.park(arm, self.q_init)
+
+    def finish(self, outs: list[RunRollout], arm: TorchArm) -> None:
+        """Fill ``outs`` (one per run, :func:`empty_rollouts`) from the recorded samples."""
+        self.samples.write(outs, arm, self.div)
 
 
 @dataclass(frozen=True)
@@ -337,11 +405,11 @@ class _EnvBlocks:
             delay=np.where(act, params["delay"][cand_of], 0),
         )
 
-    def write_to(self, sc: ReplayScene, params: dict) -> None:
+    def write_to(self, arm: ArmIO, params: dict) -> None:
         """Per-env joint properties (the candidate's) and the actuator (gains and delay of the native envs)."""
         props = {g: np.where(self.active[:, None], params[g][self.cand_of], 0.0) for g in ("armature", "friction", "viscous")}
-        sc.write_joint_properties(props["armature"], props["friction"], props["viscous"])
-        sc.write_actuator(self.kp, self.kd, np.where(self.native_pd, self.delay, 0))
+        arm.write_joint_properties(props["armature"], props["friction"], props["viscous"])
+        arm.write_actuator(self.kp, self.kd, np.where(self.native_pd, self.delay, 0))
 
 
 def _setpoint_tables(scheds: list[RunSchedule], W: int, last: int, n: int, f64: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -461,12 +529,12 @@ class _Divergence:
         self.tick = torch.where(bad & ~self.diverged, torch.full_like(self.tick, k), self.tick)
         self.diverged |= bad
 
-    def park(self, sc: ReplayScene, q_init: torch.Tensor) -> None:
+    def park(self, arm: ArmIO, q_init: torch.Tensor) -> None:
         """Put the newly diverged envs back at ``q_init`` at rest so the solver stays finite."""
         new = self.diverged & ~self.parked
         if bool(new.any()):
             ids = torch.nonzero(new)[:, 0]
-            sc.reset_envs(ids.to(torch.int32), q_init[ids])
+            arm.write_state(q_init[ids], env_ids=ids.to(torch.int32))
             self.parked |= new
 
 
@@ -531,12 +599,3 @@ class _Samples:
                 for a in (out.q, out.dq, out.ee_pos, out.ee_quat, out.tau):
                     a[p, after] = np.nan
 
-
-def drive(gen) -> dict[str, float]:
-    """Run a :meth:`IsaacLabBackend.replay_steps` generator to the end with no extra torque."""
-    try:
-        next(gen)
-        while True:
-            gen.send(None)
-    except StopIteration as stop:
-        return stop.value

@@ -224,8 +224,9 @@ def _qmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def orientation_error(quat_des_xyzw: torch.Tensor, R: torch.Tensor, rotvec: torch.Tensor) -> torch.Tensor:
-    """(E, 3) world-frame error toward the target: ``2 vec(q* q^-1)`` (short way), or where
-    ``rotvec`` (E,) is True the rotation vector of ``R* R^T``."""
+    """(E, 3) world-frame error toward the target: ``2 vec(q* q^-1)`` (short way, ``quat_2vec``), or where
+    ``rotvec`` (E,) is True the rotation vector of ``R* R^T``. (``quat_vec``, libfranka's example, reaches
+    here as ``quat_2vec`` at half the rotational stiffness: ``sim.schedule.backend_law``.)"""
     qd = torch.cat([quat_des_xyzw[:, 3:4], quat_des_xyzw[:, :3]], -1)
     qd = qd / qd.norm(dim=-1, keepdim=True)
     q = mat_to_quat_wxyz(R)

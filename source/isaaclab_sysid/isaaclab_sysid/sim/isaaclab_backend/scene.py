@@ -1,11 +1,14 @@
 """A kit-less Isaac Lab scene of E replicated arms for replay (Newton; PhysX via physx.py).
 
-One :class:`ReplayScene` owns the process-wide ``SimulationContext`` (Isaac Lab
-allows one at a time): a 1 ms stage with E clones of the robot USD
-(``/World/Env_<i>/Robot``), contacts off, gravity on or off, and one actuator
-group ``"arm"`` over every joint: Isaac Lab's ``DelayedPDActuator`` with
-per-env gains and per-env delay (``delay_steps``, at most ``max_delay``),
-executed natively by Newton. The backend uses it in two ways per env:
+:func:`arm_articulation_cfg` is the arm (the robot USD with one actuator group
+``"arm"`` over every joint: Isaac Lab's ``DelayedPDActuator`` with per-env gains
+and per-env delay, ``delay_steps`` at most ``max_delay``, executed natively by
+Newton) and :class:`ArmIO` what the replay writes to and reads from it; both are
+shared by :class:`ReplayScene` (the backend's own simulation) and the replay task
+(``isaaclab_sysid.tasks``, a ``DirectRLEnv``). One :class:`ReplayScene` owns the
+process-wide ``SimulationContext`` (Isaac Lab allows one at a time): a 1 ms stage
+with E clones of the robot USD (``/World/Env_<i>/Robot``), contacts off, gravity
+on or off. The replay uses the arm in two ways per env:
 
 * ``joint_pd`` envs: position targets, Kp/Kd = the run's gains, delay = the
   candidate's (Isaac Lab delays the position target, as the semantics say);
@@ -49,8 +52,10 @@ class SceneSpec:
     ls_iterations: int = 50
 
 
-def _physics_cfg(spec: SceneSpec):
-    if spec.physics == "newton":
+def physics_cfg(physics: str = "newton", solver_iterations: int = 100, ls_iterations: int = 50):
+    """Isaac Lab's physics config of every replay scene: Newton with the MJWarp solver (implicitfast,
+    contacts off, MuJoCo's default iterations, no CUDA graph), or PhysX (``physx.py``)."""
+    if physics == "newton":
         from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg
 
         return NewtonCfg(
@@ -58,84 +63,75 @@ def _physics_cfg(spec: SceneSpec):
             solver_cfg=MJWarpSolverCfg(
                 integrator="implicitfast",
                 disable_contacts=True,
-                iterations=spec.solver_iterations,
-                ls_iterations=spec.ls_iterations,
+                iterations=solver_iterations,
+                ls_iterations=ls_iterations,
             ),
         )
-    if spec.physics == "physx":
+    if physics == "physx":
         from isaaclab_sysid.sim.isaaclab_backend.physx import physx_cfg
 
         return physx_cfg()
-    raise ValueError(f"unknown physics '{spec.physics}' (newton or physx)")
+    raise ValueError(f"unknown physics '{physics}' (newton or physx)")
 
 
-class ReplayScene:
-    """E arms in one Isaac Lab simulation; all tensors are (E, N) on ``spec.device``."""
+def arm_articulation_cfg(usd_path: str | Path, joint_names: Sequence[str], q_default: Sequence[float], max_delay: int,
+                         effort_limit: Sequence[float] | None, prim_path: str = "/World/Env_[^/]*/Robot"):
+    """The replay's ``ArticulationCfg`` (shared by :class:`ReplayScene` and the replay task's scene).
 
-    def __init__(self, spec: SceneSpec) -> None:
-        import isaaclab.sim as sim_utils
-        from isaaclab.actuators import DelayedPDActuatorCfg
-        from isaaclab.assets import Articulation, ArticulationCfg
-        from isaaclab.cloner import CloneCfg, clone_plan_from_env_0, replicate
-        from isaaclab.sim import SimulationCfg, SimulationContext
+    One actuator group ``"arm"`` over every joint: ``DelayedPDActuatorCfg`` with zero gains, zero joint
+    properties (written per env later), a delay buffer of ``max_delay`` ticks and the effort limit
+    ``effort_limit`` (N,) [N m], or :data:`NO_LIMIT` when None.
+    """
+    import isaaclab.sim as sim_utils
+    from isaaclab.actuators import DelayedPDActuatorCfg
+    from isaaclab.assets import ArticulationCfg
 
-        self.spec = spec
-        if SimulationContext.instance() is not None:
-            SimulationContext.clear_instance()
-        sim_utils.create_new_stage()
-        self.sim = SimulationContext(
-            SimulationCfg(
-                dt=TICK_S,
-                device=spec.device,
-                gravity=(0.0, 0.0, -9.81) if spec.gravity else (0.0, 0.0, 0.0),
-                physics=_physics_cfg(spec),
+    names = list(joint_names)
+    eff = ({f"^{n}$": NO_LIMIT for n in names} if effort_limit is None
+           else {f"^{n}$": float(v) for n, v in zip(names, effort_limit)})
+    return ArticulationCfg(
+        prim_path=prim_path,
+        spawn=sim_utils.UsdFileCfg(usd_path=str(usd_path)),
+        init_state=ArticulationCfg.InitialStateCfg(joint_pos={n: float(v) for n, v in zip(names, q_default)}, joint_vel={".*": 0.0}),
+        actuators={
+            "arm": DelayedPDActuatorCfg(
+                joint_names_expr=[f"^{n}$" for n in names],
+                stiffness=0.0,
+                damping=0.0,
+                min_delay=0,
+                max_delay=int(max_delay),
+                actuator_effort_limit=eff,
+                joint_effort_limit=NO_LIMIT,
+                armature=0.0,
+                friction=0.0,
+                viscous_friction=0.0,
             )
-        )
-        names = spec.joint_names
-        eff = (
-            {f"^{n}$": NO_LIMIT for n in names}
-            if spec.effort_limit is None
-            else {f"^{n}$": float(v) for n, v in zip(names, spec.effort_limit)}
-        )
-        cfg = ArticulationCfg(
-            prim_path="/World/Env_[^/]*/Robot",
-            spawn=sim_utils.UsdFileCfg(usd_path=str(spec.usd_path)),
-            init_state=ArticulationCfg.InitialStateCfg(joint_pos={n: float(v) for n, v in zip(names, spec.q_default)}, joint_vel={".*": 0.0}),
-            actuators={
-                "arm": DelayedPDActuatorCfg(
-                    joint_names_expr=[f"^{n}$" for n in names],
-                    stiffness=0.0,
-                    damping=0.0,
-                    min_delay=0,
-                    max_delay=int(spec.max_delay),
-                    actuator_effort_limit=eff,
-                    joint_effort_limit=NO_LIMIT,
-                    armature=0.0,
-                    friction=0.0,
-                    viscous_friction=0.0,
-                )
-            },
-        )
-        sim_utils.create_prim("/World/Env_0", "Xform", translation=(0.0, 0.0, 0.0))
-        clone_plan_from_env_0(CloneCfg(clone_template="/World/Env_{}"), [cfg], spec.num_envs, 2.0)
-        self.robot = Articulation(cfg)
-        replicate(self.sim.get_clone_plan())
-        self.sim.reset()
-        robot = self.robot
-        ids, found = robot.find_joints([f"^{n}$" for n in names], preserve_order=True)
-        if tuple(found) != tuple(names) or robot.num_joints != len(names):
+        },
+    )
+
+
+class ArmIO:
+    """What the replay reads from and writes to E arms of an Isaac Lab articulation built from
+    :func:`arm_articulation_cfg`; all tensors are (E, N) on the articulation's device.
+
+    Used by :class:`ReplayScene` (the backend's own simulation) and by the replay task (a
+    ``DirectRLEnv``'s scene), so both run the same writes.
+    """
+
+    def __init__(self, robot, joint_names: Sequence[str], max_delay: int) -> None:
+        ids, found = robot.find_joints([f"^{n}$" for n in joint_names], preserve_order=True)
+        if tuple(found) != tuple(joint_names) or robot.num_joints != len(joint_names):
             raise RuntimeError(
-                f"the USD articulation has joints {robot.joint_names}, expected exactly {list(names)} "
+                f"the USD articulation has joints {robot.joint_names}, expected exactly {list(joint_names)} "
                 "(locked joints must be fixed in the URDF)"
             )
+        self.robot = robot
         self.joint_ids = ids
         self.device = torch.device(robot.device)
-        self.n = len(names)
-        self.E = spec.num_envs
-        self.dt = self.sim.get_physics_dt()
+        self.n = len(joint_names)
+        self.E = robot.num_instances
+        self.max_delay = int(max_delay)
         self._target = robot.actuators.target_command
-        # the group's joint order must be the robot's (the group covers every joint in order)
-        self._perm = torch.as_tensor(ids, device=self.device, dtype=torch.long)
 
     # ---------------------------------------------------------------- params
     def write_joint_properties(self, armature: np.ndarray, friction: np.ndarray, viscous: np.ndarray) -> None:
@@ -150,8 +146,8 @@ class ReplayScene:
         """Per-env PD gains (E, N) and delay (E,) [ticks] of the ``arm`` actuator group."""
         from isaaclab.actuators.newton import write_group_parameter
 
-        if np.any(delay > self.spec.max_delay):
-            raise ValueError(f"delay {int(np.max(delay))} exceeds the scene's max_delay {self.spec.max_delay}")
+        if np.any(delay > self.max_delay):
+            raise ValueError(f"delay {int(np.max(delay))} exceeds the scene's max_delay {self.max_delay}")
         acts = self.robot.actuators
         t = lambda a, dt: torch.as_tensor(np.asarray(a), dtype=dt, device=self.device)  # noqa: E731
         write_group_parameter(acts, "arm", "controller", "kp", t(kp, torch.float32))
@@ -166,33 +162,67 @@ class ReplayScene:
         return {k: read_group_parameter(acts, "arm", c, k) for c, k in (("controller", "kp"), ("controller", "kd"), ("delay", "delay_steps"))}
 
     # ----------------------------------------------------------------- state
-    def reset(self, q0: torch.Tensor) -> None:
-        """Every env to ``q0`` (E, N) at rest; actuator delay buffers emptied."""
+    def write_state(self, q0: torch.Tensor, env_ids: torch.Tensor | None = None) -> None:
+        """Envs ``env_ids`` (default all) to ``q0`` (len, N) at rest."""
         r = self.robot
-        r.write_joint_position_to_sim_index(position=q0.to(torch.float32))
-        r.write_joint_velocity_to_sim_index(velocity=torch.zeros_like(q0, dtype=torch.float32))
-        r.reset()
-        self.sim.forward() if hasattr(self.sim, "forward") else None
-        r.update(0.0)
-
-    def reset_envs(self, env_ids: torch.Tensor, q0: torch.Tensor) -> None:
-        """Put envs ``env_ids`` back to ``q0`` (len, N) at rest (used to park diverged envs)."""
-        r = self.robot
-        r.write_joint_position_to_sim_index(position=q0.to(torch.float32), env_ids=env_ids)
-        r.write_joint_velocity_to_sim_index(velocity=torch.zeros_like(q0, dtype=torch.float32), env_ids=env_ids)
+        kw = {} if env_ids is None else {"env_ids": env_ids}
+        r.write_joint_position_to_sim_index(position=q0.to(torch.float32), **kw)
+        r.write_joint_velocity_to_sim_index(velocity=torch.zeros_like(q0, dtype=torch.float32), **kw)
 
     def state(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Joint positions and velocities (E, N), float32 views."""
         d = self.robot.data
         return d.joint_pos.torch, d.joint_vel.torch
 
-    def applied_torque(self) -> torch.Tensor:
-        return self.robot.data.applied_torque.torch
+    def set_targets(self, position: torch.Tensor, effort: torch.Tensor) -> None:
+        """The actuator's position targets and feed-forward efforts (E, N) for the next physics step."""
+        self._target.set_position_index(value=position.to(torch.float32))
+        self._target.set_effort_index(value=effort.to(torch.float32))
+
+
+class ReplayScene:
+    """E arms in one Isaac Lab simulation of its own; all tensors are (E, N) on ``spec.device``."""
+
+    def __init__(self, spec: SceneSpec) -> None:
+        import isaaclab.sim as sim_utils
+        from isaaclab.assets import Articulation
+        from isaaclab.cloner import CloneCfg, clone_plan_from_env_0, replicate
+        from isaaclab.sim import SimulationCfg, SimulationContext
+
+        self.spec = spec
+        if SimulationContext.instance() is not None:
+            SimulationContext.clear_instance()
+        sim_utils.create_new_stage()
+        self.sim = SimulationContext(
+            SimulationCfg(
+                dt=TICK_S,
+                device=spec.device,
+                gravity=(0.0, 0.0, -9.81) if spec.gravity else (0.0, 0.0, 0.0),
+                physics=physics_cfg(spec.physics, spec.solver_iterations, spec.ls_iterations),
+            )
+        )
+        cfg = arm_articulation_cfg(spec.usd_path, spec.joint_names, spec.q_default, spec.max_delay, spec.effort_limit)
+        sim_utils.create_prim("/World/Env_0", "Xform", translation=(0.0, 0.0, 0.0))
+        clone_plan_from_env_0(CloneCfg(clone_template="/World/Env_{}"), [cfg], spec.num_envs, 2.0)
+        self.robot = Articulation(cfg)
+        replicate(self.sim.get_clone_plan())
+        self.sim.reset()
+        self.arm = ArmIO(self.robot, spec.joint_names, spec.max_delay)
+        self.device = self.arm.device
+        self.n = self.arm.n
+        self.E = spec.num_envs
+        self.dt = self.sim.get_physics_dt()
+
+    def reset(self, q0: torch.Tensor) -> None:
+        """Every env to ``q0`` (E, N) at rest; actuator delay buffers emptied."""
+        self.arm.write_state(q0)
+        self.robot.reset()
+        self.sim.forward() if hasattr(self.sim, "forward") else None
+        self.robot.update(0.0)
 
     def step(self, position: torch.Tensor, effort: torch.Tensor) -> None:
         """One 1 ms tick with these position targets and feed-forward efforts (E, N)."""
-        self._target.set_position_index(value=position.to(torch.float32))
-        self._target.set_effort_index(value=effort.to(torch.float32))
+        self.arm.set_targets(position, effort)
         self.robot.write_data_to_sim()
         self.sim.step(render=False)
         self.robot.update(self.dt)

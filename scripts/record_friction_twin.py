@@ -1,0 +1,21 @@
+"""Write a warm-up session twin: runs whose joint friction falls over the session, with the hidden truth.
+
+Example (the seed's 20 minutes; about 2 minutes to simulate):
+    python scripts/record_friction_twin.py --session-s 1200 --runs 40 --out logs/friction_twin
+"""
+
+from __future__ import annotations
+
+import sys
+
+import tyro
+
+from isaaclab_sysid.online.cli import TwinArgs, run_twin
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_twin(tyro.cli(TwinArgs, args=argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""One call from a source path to validated runs: dispatch on the format, assemble, (optionally) write."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from isaaclab_sysid.data.importers.common import FORMATS, ImportReport, assemble_runs, load_import_spec, write_imported
+from isaaclab_sysid.data.run import Run
+
+
+def import_runs(
+    src: str | Path, fmt: str, mapping: str | Path, out: str | Path | None = None,
+    log: Callable[[str], None] = print,
+) -> tuple[list[Run], list[ImportReport]]:
+    """Read ``src`` (a table, a bag folder / .db3 / .mcap, or a LeRobot dataset folder) into validated runs.
+
+    Args:
+        src: the source; fmt: one of :data:`FORMATS`; mapping: the mapping file (YAML).
+        out: write the runs there (CSV + sidecar per run, or one ``.h5``), all or nothing; None: only return them.
+        log: receives one line per source recording (rows read, dropped and why, rate) and per file written.
+    Raises:
+        RunFormatError: bad input, naming file, row (topic / episode index) and column.
+        ImportDependencyError: the ``[import]`` extra is missing.
+    """
+    from isaaclab_sysid.robots import load_robot
+
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown --format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    spec = load_import_spec(mapping)
+    robot = load_robot(spec.robot)
+    src = Path(src)
+    if fmt == "table":
+        from isaaclab_sysid.data.importers.table import read_table
+
+        streams, rate = [read_table(src, spec, robot.n_dof)], None
+    elif fmt in ("rosbag2", "mcap"):
+        from isaaclab_sysid.data.importers.rosbag import read_bag
+
+        streams, rate = [read_bag(src, spec, robot, fmt)], None
+    else:
+        from isaaclab_sysid.data.importers.lerobot import read_lerobot
+
+        streams, rate = read_lerobot(src, spec, robot.n_dof)
+    runs: list[Run] = []
+    reports: list[ImportReport] = []
+    for s in streams:
+        got, rep = assemble_runs(s, spec, robot, fmt, rate)
+        runs += got
+        reports.append(rep)
+        log(rep.line())
+    if out is not None:
+        for p in write_imported(runs, out):
+            log(f"wrote {p}")
+    return runs, reports

@@ -1,0 +1,258 @@
+"""Is the model adequate? A verdict in plain words from the fitted replay's residuals.
+
+A fit always returns numbers; this stage says whether the model could explain the
+data, from four diagnostics of the fitted candidate's joint-position residual
+``e = q_real - q_sim`` (docs/fit.md, "Model adequacy"):
+
+* **held-out over fit**: q RMS on the held-out runs over q RMS on the fit runs. A
+  right model generalizes (about 1); a model that fitted the fit runs by bending
+  its parameters does not.
+* **residual over noise floor**: the fit runs' q RMS over a floor the user gives
+  (``--noise_floor_mrad``: e.g. the RMS between two repeats of a run), else over
+  an estimate of the white measurement noise from the residual's first
+  differences, ``sqrt(mean(diff(e)^2) / 2)`` (model error and process noise are
+  smooth, so they stay out of it). On the twins a right model leaves about 1x it
+  at 1 kHz and a missing static friction 2.5-10x (docs/fit.md); an arm with large
+  unmodelled disturbances shows them here too: give a floor measured from repeats.
+* **speed dependence**: the residual RMS in the fastest third of samples over the
+  slowest third, per joint. Rows older than assumed (stale 50 Hz states) or a
+  missing delay give an error proportional to the speed (ratio >> 1); joints that
+  stick where the model slides (static friction) give an error at low speed
+  (ratio << 1). Runs whose rows have a modelled random state age are reported but
+  not judged: the age's spread leaves an error proportional to the speed by itself
+  (removing its expected variance, age_var x dq^2, still cried wolf on right models).
+* **self-motion share** (redundant arms under task impedance): the share of the
+  joint-error energy in the null space of the EE Jacobian at the measured q; the
+  impedance law does not hold that motion, so what the model misses in friction
+  shows there first.
+
+``misfit`` when the held-out ratio exceeds ``max_heldout_ratio``, the residual
+exceeds the floor by ``max_floor_ratio``, or a joint's speed ratio leaves
+``[1 / max_speed_ratio, max_speed_ratio]`` (2: a right model stays within 0.9-1.2 on
+the study twins). Intervals fitted under a misfit are
+marked unreliable (intervals/combine.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.sim.interface import RunRollout
+
+
+@dataclass(frozen=True)
+class AdequacyLimits:
+    """Thresholds of the verdict (dimensionless ratios)."""
+
+    max_heldout_ratio: float = 2.0
+    max_floor_ratio: float = 2.0
+    max_speed_ratio: float = 2.0
+    self_motion_share: float = 0.5
+
+
+@dataclass
+class RunResidualStats:
+    """Residual diagnostics of the fitted candidate on one run.
+
+    Attributes:
+        name: run name; heldout: the run was held out.
+        q_rms_mrad: (N,) per-joint q RMS [mrad]; q_rms_all_mrad: over all joints.
+        white_floor_mrad: (N,) white-noise floor estimated from first differences [mrad].
+        speed_ratio: (N,) residual RMS in the fastest third of samples over the slowest third.
+        self_motion_share: share of the joint-error energy in the EE Jacobian's null space (None: not redundant
+            or not task impedance).
+        self_motion_joints: joints (1-based) carrying most of the null-space error.
+    """
+
+    name: str
+    heldout: bool
+    q_rms_mrad: list[float]
+    q_rms_all_mrad: float
+    white_floor_mrad: list[float]
+    speed_ratio: list[float]
+    self_motion_share: float | None = None
+    self_motion_joints: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Adequacy:
+    """The model-adequacy verdict of one fit (see module docstring).
+
+    Attributes:
+        verdict: ``adequate`` or ``misfit``.
+        messages: plain-words findings, worst first.
+        heldout_over_fit: held-out q RMS / fit q RMS (None without held-out runs).
+        floor_mrad: the noise floor used [mrad]; floor_source: ``given`` or ``estimated``.
+        residual_over_floor: fit q RMS / floor.
+        runs: per-run diagnostics.
+    """
+
+    verdict: str
+    messages: list[str]
+    heldout_over_fit: float | None
+    floor_mrad: float
+    floor_source: str
+    residual_over_floor: float
+    runs: list[RunResidualStats]
+    limits: AdequacyLimits = field(default_factory=AdequacyLimits)
+
+    @property
+    def misfit(self) -> bool:
+        return self.verdict == "misfit"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Adequacy":
+        return cls(verdict=d["verdict"], messages=list(d["messages"]), heldout_over_fit=d.get("heldout_over_fit"),
+                   floor_mrad=float(d["floor_mrad"]), floor_source=d["floor_source"],
+                   residual_over_floor=float(d["residual_over_floor"]),
+                   runs=[RunResidualStats(**r) for r in d.get("runs", [])],
+                   limits=AdequacyLimits(**d.get("limits", {})))
+
+
+def _rms(a: np.ndarray, axis=None) -> np.ndarray:
+    return np.sqrt(np.mean(np.square(a), axis=axis))
+
+
+def speed_ratio(e: np.ndarray, dq: np.ndarray, age_var_s2: float = 0.0) -> np.ndarray:
+    """(N,) residual RMS in the fastest third of samples over the slowest third, per joint (e, dq: (T, N)).
+
+    ``age_var_s2``: variance of the rows' modelled random state age [s^2]; the error it leaves by itself,
+    ``age_var x dq^2`` in expectation, is taken out of each third's mean square first.
+    """
+    out = np.empty(e.shape[1])
+    for j in range(e.shape[1]):
+        order = np.argsort(np.abs(dq[:, j]))
+        k = max(1, len(order) // 3)
+        ms = []
+        for rows in (order[:k], order[-k:]):
+            excess = float(np.mean(e[rows, j] ** 2) - age_var_s2 * np.mean(dq[rows, j] ** 2))
+            ms.append(max(excess, 1e-3 * float(np.mean(e[rows, j] ** 2)), 1e-300))
+        out[j] = np.sqrt(ms[1] / ms[0])
+    return out
+
+
+def self_motion(e: np.ndarray, q: np.ndarray, jacobian) -> tuple[float, list[int]]:
+    """Share of sum |e|^2 in the null space of J(q) (rows of e, q: (T, N)) and the joints carrying most of it."""
+    tot, null = 0.0, np.zeros(e.shape[1])
+    for t in range(0, e.shape[0], max(1, e.shape[0] // 400)):  # 400 samples are plenty for a share
+        J = jacobian(q[t])
+        Nproj = np.eye(J.shape[1]) - np.linalg.pinv(J) @ J
+        en = Nproj @ e[t]
+        null += en**2
+        tot += float(e[t] @ e[t])
+    share = float(null.sum() / tot) if tot > 0 else 0.0
+    joints = [int(j) + 1 for j in np.argsort(null)[::-1] if null[j] >= 0.1 * null.max()] if null.max() > 0 else []
+    return share, sorted(joints)
+
+
+def ee_jacobian(robot):
+    """A function q (N,) -> (6, N) EE Jacobian (LOCAL_WORLD_ALIGNED) of ``robot`` (Pinocchio)."""
+    import pinocchio as pin
+
+    from isaaclab_sysid.robots.robot import EE_NAME
+
+    model = robot.build_pinocchio()
+    data = model.createData()
+    fid = model.getFrameId(EE_NAME)
+
+    def jac(q: np.ndarray) -> np.ndarray:
+        return pin.computeFrameJacobian(model, data, np.asarray(q, dtype=float), fid, pin.LOCAL_WORLD_ALIGNED)
+
+    return jac
+
+
+def run_stats(run: Run, q_sim: np.ndarray, heldout: bool, jacobian=None, age_var_s2: float = 0.0) -> RunResidualStats:
+    """Diagnostics of one run's fitted replay ``q_sim`` (T, N) (``age_var_s2``: see :func:`speed_ratio`)."""
+    e = run.q - q_sim
+    q_rms = _rms(e, axis=0) * 1e3
+    white = np.sqrt(np.mean(np.diff(e, axis=0) ** 2, axis=0) / 2.0) * 1e3
+    share, joints = (None, [])
+    if jacobian is not None and run.meta.controller == "task_impedance" and run.n_dof > 6:
+        share, joints = self_motion(e, run.q, jacobian)
+    return RunResidualStats(run.name, heldout, q_rms.tolist(), float(_rms(e) * 1e3), white.tolist(),
+                            speed_ratio(e, run.dq, age_var_s2).tolist(), share, joints)
+
+
+def assess(
+    runs: Sequence[Run],
+    fitted: Sequence[RunRollout],
+    n_fit: int,
+    robot=None,
+    noise_floor_mrad: float | None = None,
+    limits: AdequacyLimits = AdequacyLimits(),
+    candidate: int = 1,
+    age_max_ms: Sequence[float] | None = None,
+) -> Adequacy:
+    """The verdict from the fitted candidate's rollouts (``fitted[r].q[candidate]``) on ``runs`` (first ``n_fit`` fit).
+
+    ``age_max_ms[r]``: the modelled state age of run r's rows, 0..N ms uniform (0 or None: fresh).
+    """
+    jac = ee_jacobian(robot) if robot is not None and robot.n_dof > 6 else None
+    ages = list(age_max_ms or [0.0] * len(runs))
+    # variance of an integer age uniform on 0..N ms, in s^2
+    stats = [run_stats(r, ro.q[candidate], i >= n_fit, jac, (((a + 1) ** 2 - 1) / 12.0) * 1e-6 if a else 0.0)
+             for i, (r, ro, a) in enumerate(zip(runs, fitted, ages))]
+    fit_s, held_s = stats[:n_fit], stats[n_fit:]
+    fit_rms = float(np.sqrt(np.mean([s.q_rms_all_mrad**2 for s in fit_s])))
+    ratio = float(np.sqrt(np.mean([s.q_rms_all_mrad**2 for s in held_s])) / max(fit_rms, 1e-300)) if held_s else None
+    if noise_floor_mrad is not None:
+        floor, source = float(noise_floor_mrad), "given"
+    else:
+        floor, source = float(np.sqrt(np.mean([np.mean(np.square(s.white_floor_mrad)) for s in fit_s]))), "estimated"
+    over = fit_rms / max(floor, 1e-300)
+    msgs: list[str] = []
+    bad = False
+    if ratio is not None and ratio > limits.max_heldout_ratio:
+        bad = True
+        msgs.append(_heldout_message(ratio, held_s, limits))
+    if over > limits.max_floor_ratio:
+        bad = True
+        what = "the noise floor" if source == "given" else "the white measurement noise estimated from it"
+        msgs.append(f"the fit runs' residual is {over:.1f}x {what} ({fit_rms:.3g} vs {floor:.3g} mrad): the model leaves "
+                    "structure the noise does not explain (a friction law, a timing, a disturbance it lacks); joints "
+                    "that stick: try the static-friction group (--fit_groups armature,mu_static,dynamic_ratio,viscous,delay)")
+    timed = [s for s, a in zip(stats, ages) if not a]
+    if timed:
+        bad |= _speed_messages(timed, limits, msgs)
+    verdict = "misfit" if bad else "adequate"
+    if verdict == "adequate":
+        msgs.append("model adequate: " + (f"held-out error {ratio:.2f}x the fit error" if ratio is not None else
+                                          "no held-out run (give one: another waveform, other gains)")
+                    + f"; residual {over:.2f}x the {source} noise floor")
+    return Adequacy(verdict, msgs, ratio, floor, source, over, stats, limits)
+
+
+def _heldout_message(ratio: float, held: list[RunResidualStats], limits: AdequacyLimits) -> str:
+    q = np.sqrt(np.mean([np.square(s.q_rms_mrad) for s in held], axis=0))
+    worst = [int(j) + 1 for j in np.argsort(q)[::-1][:4] if q[j] >= 0.5 * q.max()]
+    text = f"held-out error is {ratio:.1f}x the fit error, worst on joints {'/'.join(map(str, sorted(worst)))}"
+    shares = [s.self_motion_share for s in held if s.self_motion_share is not None]
+    if shares and float(np.mean(shares)) > limits.self_motion_share:
+        joints = sorted({j for s in held for j in s.self_motion_joints})
+        text += (f", {100 * float(np.mean(shares)):.0f} % of it in self-motion (joints {'/'.join(map(str, joints))}): "
+                 "consider static friction (--fit_groups armature,mu_static,dynamic_ratio,viscous,delay) or a null-space term")
+    else:
+        text += ": the model misses something the held-out run exercises (other gains or waveform)"
+    return text
+
+
+def _speed_messages(stats: list[RunResidualStats], limits: AdequacyLimits, msgs: list[str]) -> bool:
+    r = np.exp(np.mean([np.log(np.maximum(s.speed_ratio, 1e-300)) for s in stats], axis=0))  # geometric mean over runs
+    fast = [int(j) + 1 for j in np.where(r > limits.max_speed_ratio)[0]]
+    slow = [int(j) + 1 for j in np.where(r < 1.0 / limits.max_speed_ratio)[0]]
+    if fast:
+        msgs.append(f"the residual grows with joint speed on joints {'/'.join(map(str, fast))} (fast/slow "
+                    f"{', '.join(f'{r[j - 1]:.1f}x' for j in fast)}): stale or mistimed states; check --state_age_ms "
+                    "for logs below 1 kHz and the delay bounds")
+    if slow:
+        msgs.append(f"the residual concentrates in slow segments on joints {'/'.join(map(str, slow))} (slow/fast "
+                    f"{', '.join(f'{1 / r[j - 1]:.1f}x' for j in slow)}): joints that stick; consider the static-friction "
+                    "group (--fit_groups armature,mu_static,dynamic_ratio,viscous,delay)")
+    return bool(fast or slow)

@@ -1,0 +1,418 @@
+"""Apply an exported Isaac Lab module in a real Isaac Lab environment and read the numbers back.
+
+The job behind ``scripts/check_export.py``: a kit-less manager-based environment on
+Newton (CPU or GPU) with E clones of the fit's arm (the project's own USD,
+``sim/isaaclab_backend/asset.py``), the exported actuator (``apply_to``), a joint
+effort action and the exported event terms switched to ``reset`` mode, so every
+reset redraws them. Then:
+
+1. **nominal**: right after construction (no event has run) each env's armature,
+   friction and viscous damping, read from the simulation (Newton's model and the
+   MJWarp solver's arrays, ``sim/isaaclab_backend/readback.py``), must equal the
+   fitted values (float32);
+2. **randomized**: over ``resets`` resets, every randomized number of every env
+   must lie inside the exported range (``RANGES``) and inside what the terms draw
+   from (``SAMPLED_RANGES``), and the draws must spread over that range (each end
+   within the distance a uniform sample of that size misses with probability
+   1e-6); numbers without a term must stay at their fitted value;
+3. **delay**: every env's actuator delay (read from Newton's native actuator) lies
+   in the exported range, and the latency measured in the running env, the
+   physics steps from commanding an effort to the actuator applying it, equals
+   it; in seconds it is the fit's delay in 1 ms ticks at the env's ``sim.dt``,
+   whatever the decimation.
+
+Isaac Lab allows one simulation per process: the job builds one environment and
+closes it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from isaaclab_sysid.export.build import ExportError
+from isaaclab_sysid.robots.robot import Robot
+from isaaclab_sysid.timebase import TICK_S
+
+#: probability that a uniform sample of this size misses a range end by more than the spread tolerance
+MISS_PROBABILITY = 1e-6
+#: relative float32 tolerance of a value written and read back
+F32_RTOL = 2e-6
+#: effort used to measure the actuator latency [N m] (below every Panda joint's effort limit)
+PROBE_EFFORT = 5.0
+GROUPS = ("armature", "friction", "viscous")
+
+
+class CheckError(ExportError):
+    """A user-facing failure (printed as one line)."""
+
+
+def load_export_module(path: str | Path) -> ModuleType:
+    """Import a generated ``sysid_dr_isaaclab.py`` by path (needs Isaac Lab)."""
+    p = Path(path)
+    if not p.is_file():
+        raise CheckError(f"{p}: no exported module (run scripts/export_dr.py first)")
+    name = f"_sysid_export_{abs(hash(str(p.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # configclass resolves annotations through sys.modules
+    spec.loader.exec_module(mod)
+    for attr in ("JOINT_NAMES", "ASSET_NAME", "FITTED", "RANGES", "apply_to", "SysidEventsCfg"):
+        if not hasattr(mod, attr):
+            raise CheckError(f"{p}: not an isaaclab_sysid export (no {attr})")
+    return mod
+
+
+@dataclass
+class CheckRow:
+    """One number of the export: fitted value, ranges, and what the simulation held.
+
+    Attributes:
+        label: ``armature[<joint>]``, ``friction[<joint>]``, ``viscous[<joint>]`` or ``delay``.
+        fitted: the fitted value (delay: physics steps).
+        exported: the exported randomization range (``RANGES``; delay: in steps), or None (not randomized).
+        sampled: what the terms draw from (``SAMPLED_RANGES``), or None.
+        nominal: (min, max) over envs right after construction.
+        read: (min, max) over envs and resets after randomization.
+        n: number of values read after randomization.
+        failures: what failed for this number (empty = passed).
+    """
+
+    label: str
+    fitted: float
+    exported: tuple[float, float] | None
+    sampled: tuple[float, float] | None
+    nominal: tuple[float, float]
+    read: tuple[float, float]
+    n: int
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CheckReport:
+    """The outcome of :func:`check_module`."""
+
+    rows: list[CheckRow]
+    num_envs: int
+    resets: int
+    sim_dt: float
+    decimation: int
+    physics: str
+    delay_ticks: tuple[float, float] | None  # the exported delay range in 1 ms ticks
+    latency_ok: bool
+    failures: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and all(not r.failures for r in self.rows)
+
+    def table(self) -> str:
+        """The read-back table (markdown)."""
+        def f(v: float) -> str:
+            return f"{v:.6g}"
+
+        def rng(r):
+            return "-" if r is None else f"[{f(r[0])}, {f(r[1])}]"
+
+        lines = [f"{self.num_envs} envs x {self.resets} resets, sim.dt {self.sim_dt * 1e3:g} ms, decimation "
+                 f"{self.decimation}, {self.physics}; values read from the MJWarp solver (= Newton's model)", "",
+                 "| number | fitted | exported range | drawn from | nominal read back | min / max read back | spread | ok |",
+                 "|---|---|---|---|---|---|---|---|"]
+        for r in self.rows:
+            w = None if r.exported is None else r.exported[1] - r.exported[0]
+            spread = "-" if not w else f"{(r.read[1] - r.read[0]) / w:.2f}"
+            nom = "-" if math.isnan(r.nominal[0]) else f(r.nominal[0]) if r.nominal[0] == r.nominal[1] else rng(r.nominal)
+            lines.append(f"| {r.label} | {f(r.fitted)} | {rng(r.exported)} | {rng(r.sampled)} | {nom} | "
+                         f"{f(r.read[0])} / {f(r.read[1])} | {spread} | {'yes' if not r.failures else '; '.join(r.failures)} |")
+        return "\n".join(lines)
+
+
+def robot_of_fit(fit_dir: str | Path) -> Robot:
+    """The arm a fit folder was fitted on (``config.json``'s robot or its first run's, with ``--nominal`` inertials)."""
+    from isaaclab_sysid.data import RunFormatError, read_run
+    from isaaclab_sysid.export.build import FitContext
+    from isaaclab_sysid.fit.errors import FitError
+    from isaaclab_sysid.fit.problem import build_robot
+
+    try:
+        ctx = FitContext.load(fit_dir)
+    except ExportError as exc:
+        raise CheckError(str(exc)) from None
+    if ctx.args is None:
+        raise CheckError(f"{fit_dir}: no config.json: give --robot")
+    runs = ctx.args.runs
+    try:
+        first = read_run(runs.real_csv[0], runs.real_sidecar[0] if runs.real_sidecar else None)
+        return build_robot(ctx.args, [first])
+    except (RunFormatError, FitError, IndexError) as exc:
+        raise CheckError(f"{fit_dir}/config.json: cannot rebuild the fit's robot: {exc}") from None
+
+
+def spread_tolerance(n: int) -> float:
+    """Fraction of a range's width by which the min (or max) of n uniform draws misses its end
+    with probability :data:`MISS_PROBABILITY`: ``1 - p^(1/n)``."""
+    return 1.0 - MISS_PROBABILITY ** (1.0 / max(n, 1))
+
+
+def _env_cfg(mod: ModuleType, robot: Robot, num_envs: int, decimation: int, sim_dt: float, seed: int,
+             device: str, events_mode: str):
+    import isaaclab.sim as sim_utils
+    from isaaclab.assets import ArticulationCfg
+    from isaaclab.envs import ManagerBasedEnvCfg
+    from isaaclab.envs.mdp import JointEffortActionCfg, joint_pos
+    from isaaclab.managers import ObservationGroupCfg, ObservationTermCfg
+    from isaaclab.scene import InteractiveSceneCfg
+    from isaaclab.sim import SimulationCfg
+    from isaaclab.utils import configclass
+
+    from isaaclab_sysid.sim.isaaclab_backend.asset import robot_usd
+    from isaaclab_sysid.sim.isaaclab_backend.scene import physics_cfg
+
+    names = list(mod.JOINT_NAMES)
+    q0 = 0.5 * (robot.q_lower + robot.q_upper)
+    base = ArticulationCfg(
+        prim_path="{ENV_REGEX_NS}/Robot",
+        spawn=sim_utils.UsdFileCfg(usd_path=str(robot_usd(robot))),
+        init_state=ArticulationCfg.InitialStateCfg(joint_pos={n: float(v) for n, v in zip(names, q0)}, joint_vel={".*": 0.0}),
+        actuators={},
+    )
+
+    @configclass
+    class ActionsCfg:
+        effort = JointEffortActionCfg(asset_name=mod.ASSET_NAME, joint_names=names, preserve_order=True)
+
+    scene = InteractiveSceneCfg(num_envs=num_envs, env_spacing=2.0)
+    setattr(scene, mod.ASSET_NAME, mod.apply_to(base))
+    obs = ObservationGroupCfg()
+    obs.q = ObservationTermCfg(func=joint_pos)
+    if hasattr(mod, "make_events_cfg"):
+        events = mod.make_events_cfg(mode=events_mode)
+    else:  # an older export: the same terms, switched to the mode here
+        from isaaclab.managers import EventTermCfg
+
+        events = mod.SysidEventsCfg()
+        for term in vars(events).values():
+            if isinstance(term, EventTermCfg):
+                term.mode = events_mode
+    return ManagerBasedEnvCfg(
+        sim=SimulationCfg(dt=sim_dt, device=device, gravity=(0.0, 0.0, 0.0), physics=physics_cfg("newton")),
+        scene=scene, decimation=decimation, observations={"policy": obs}, actions=ActionsCfg(), events=events, seed=seed,
+    )
+
+
+class _EffortLog:
+    """The effort the arm's actuator applies, recorded after every physics step's actuator update
+    (inside Newton's decimation loop), as (E, N) float64 arrays."""
+
+    def __init__(self, articulation) -> None:
+        self.art = articulation
+        self.rows: list[np.ndarray] = []
+
+    def __call__(self) -> None:
+        self.rows.append(self.art.actuators.applied_effort.torch.detach().cpu().numpy().astype(np.float64).copy())
+
+
+def _measure_latency(env, art, n_joints: int, hi: int, log: _EffortLog) -> np.ndarray:
+    """(E,) physics steps between commanding :data:`PROBE_EFFORT` and the actuator applying it.
+
+    The env steps with zero effort for ``hi + 1`` physics steps (so the delay buffer holds zeros),
+    then with the probe; the first physics step whose applied effort is the probe, counted from the
+    first step of the probe's env step, is the latency.
+    """
+    import torch
+
+    E, D = env.num_envs, env.cfg.decimation
+    zero = torch.zeros(E, n_joints, device=env.device)
+    n_zero = math.ceil((hi + 1) / D)
+    log.rows.clear()
+    for _ in range(n_zero):
+        env.step(zero)
+    start = len(log.rows)
+    if start != n_zero * D:
+        raise CheckError(f"expected {n_zero * D} physics steps from {n_zero} env steps of decimation {D}, recorded {start}")
+    for _ in range(math.ceil((hi + 2) / D)):
+        env.step(torch.full((E, n_joints), PROBE_EFFORT, device=env.device))
+    eff = np.stack(log.rows[start:])  # (steps, E, N)
+    on = np.all(np.abs(eff - PROBE_EFFORT) < 1e-4, axis=2)  # (steps, E)
+    lat = np.where(on.any(0), on.argmax(0), -1)
+    return lat
+
+
+def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int = 4, decimation: int = 2,
+                 sim_dt: float | None = None, seed: int = 0, device: str = "cpu",
+                 log: Callable[[str], None] = print) -> CheckReport:
+    """Build the check environment for an exported module, randomize ``resets`` times and compare.
+
+    Args:
+        mod: the exported module (:func:`load_export_module`).
+        robot: the fit's arm (its joints must be ``mod.JOINT_NAMES``).
+        num_envs: E (16 or more for a meaningful spread).
+        resets: resets (redraws) read back.
+        decimation: the env's decimation (the delay must not depend on it).
+        sim_dt: the task's physics step [s]; default ``mod.PHYSICS_DT``. Another step is refused
+            (``mod.check_physics_dt``) when the module has the check.
+        seed: the env's seed (draws are deterministic for a seed).
+
+    Raises:
+        CheckError: a task dt the export cannot serve, or joints that do not match.
+    """
+    if list(mod.JOINT_NAMES) != list(robot.joint_names):
+        raise CheckError(f"the export's joints {list(mod.JOINT_NAMES)} are not robot '{robot.name}''s {list(robot.joint_names)}")
+    dt = float(getattr(mod, "PHYSICS_DT", TICK_S) if sim_dt is None else sim_dt)
+    if hasattr(mod, "check_physics_dt"):
+        try:
+            mod.check_physics_dt(dt)
+        except ValueError as exc:
+            raise CheckError(str(exc)) from None
+    physics = getattr(mod, "PHYSICS", "newton")
+    if physics != "newton":
+        raise CheckError(f"the export was written for {physics}; this check runs on Newton (re-export with --physics newton)")
+
+    from isaaclab.envs import ManagerBasedEnv
+    from isaaclab.sim import SimulationContext
+    from isaaclab_newton.physics import NewtonManager
+
+    from isaaclab_sysid.sim.isaaclab_backend.readback import actuator_delay_steps
+
+    if SimulationContext.instance() is not None:
+        SimulationContext.clear_instance()
+    env = ManagerBasedEnv(_env_cfg(mod, robot, num_envs, decimation, dt, seed, device, "reset"))
+    try:
+        art = env.scene[mod.ASSET_NAME]
+        names = list(mod.JOINT_NAMES)
+        ids, found = art.find_joints(names, preserve_order=True)
+        if list(found) != names:
+            raise CheckError(f"the scene's arm has joints {art.joint_names}, the export names {names}")
+        failures: list[str] = []
+        elog = _EffortLog(art)
+        NewtonManager.register_post_actuator_callback(elog)
+        env.step(_zeros(env, len(names)))  # one physics step: the solver's arrays are refreshed from Newton's model
+        nominal = _read(names, num_envs, failures, "after construction")
+        lo_d, hi_d = tuple(int(v) for v in getattr(mod, "DELAY_RANGE_STEPS", (0, 0)))
+        draws = {g: [] for g in GROUPS}
+        delays, latency_ok = [], True
+        for r in range(resets):
+            env.reset()
+            lat = None
+            if hi_d > 0:
+                lat = _measure_latency(env, art, len(names), hi_d, elog)
+            else:
+                env.step(_zeros(env, len(names)))  # one step so the solver's arrays are refreshed
+            vals = _read(names, num_envs, failures, f"reset {r}")
+            for g in GROUPS:
+                draws[g].append(vals[g])
+            try:
+                d = actuator_delay_steps(art, "sysid_arm") if hi_d > 0 else np.zeros(num_envs, dtype=np.int64)
+            except ValueError as exc:
+                raise CheckError(f"cannot read the actuator delay: {exc}") from None
+            delays.append(d)
+            if lat is not None and not np.array_equal(lat, d):
+                latency_ok = False
+                bad = int(np.flatnonzero(lat != d)[0])
+                failures.append(f"reset {r}: env {bad} applies the effort {lat[bad]} physics steps late, its actuator "
+                                f"delay is {d[bad]}")
+        rows = _rows(mod, names, nominal, draws, np.concatenate(delays), num_envs * resets)
+        delay = getattr(mod, "DELAY_RANGE_STEPS", None)
+        ticks = None if delay is None else (delay[0] * dt / TICK_S, delay[1] * dt / TICK_S)
+        log(f"checked {len(rows)} numbers over {num_envs} envs x {resets} resets")
+        return CheckReport(rows, num_envs, resets, dt, decimation, physics, ticks, latency_ok, failures)
+    finally:
+        env.close()
+        if SimulationContext.instance() is not None:
+            SimulationContext.clear_instance()
+
+
+def _zeros(env, n: int):
+    import torch
+
+    return torch.zeros(env.num_envs, n, device=env.device)
+
+
+def _read(names: list[str], num_envs: int, failures: list[str], when: str) -> dict[str, np.ndarray]:
+    """The solver's values (E, N) per group; a mismatch with Newton's model is a failure."""
+    from isaaclab_sysid.sim.isaaclab_backend.readback import joint_physics
+
+    newton = joint_physics(names, num_envs, "newton").as_dict()
+    try:
+        solver = joint_physics(names, num_envs, "mjwarp").as_dict()
+    except RuntimeError as exc:
+        failures.append(f"{when}: {exc}")
+        return newton
+    for g in GROUPS:
+        if not np.allclose(solver[g], newton[g], rtol=F32_RTOL, atol=1e-7):
+            failures.append(f"{when}: the MJWarp solver's {g} differs from Newton's model (max |diff| "
+                            f"{np.max(np.abs(solver[g] - newton[g])):.3g})")
+    return solver
+
+
+def _rows(mod: ModuleType, names: list[str], nominal: dict, draws: dict, delays: np.ndarray, n: int) -> list[CheckRow]:
+    fitted_key = {"armature": "armature", "friction": "mu_static" if "mu_static" in mod.FITTED else "friction",
+                  "viscous": "viscous"}
+    # an older export has no SAMPLED_RANGES: its terms are meant to draw the exported ranges
+    sampled_all = getattr(mod, "SAMPLED_RANGES", None)
+    if sampled_all is None:
+        sampled_all = {k: v for k, v in mod.RANGES.items() if v[0] is not None}
+    rows = []
+    for g in GROUPS:
+        key = fitted_key[g]
+        if key not in mod.FITTED:
+            continue
+        got = np.concatenate(draws[g])  # (resets*E, N)
+        for jk, j in enumerate(names):
+            label = f"{key}[{j}]"
+            fit = float(mod.FITTED[key][jk])
+            exported = mod.RANGES.get(label)
+            exported = None if exported is None or exported[0] is None else (float(exported[0]), float(exported[1]))
+            sampled = sampled_all.get(label)
+            col, nom = got[:, jk], nominal[g][:, jk]
+            row = CheckRow(label, fit, exported, None if sampled is None else (float(sampled[0]), float(sampled[1])),
+                           (float(nom.min()), float(nom.max())), (float(col.min()), float(col.max())), int(col.size))
+            _judge(row, nom, col, sampled is not None)
+            rows.append(row)
+    if "delay_steps" in mod.FITTED:
+        lo, hi = (int(v) for v in getattr(mod, "DELAY_RANGE_STEPS", (mod.FITTED["delay_steps"],) * 2))
+        row = CheckRow("delay", float(mod.FITTED["delay_steps"]), (float(lo), float(hi)),
+                       None if "delay" not in sampled_all else tuple(float(v) for v in sampled_all["delay"]),
+                       (float("nan"), float("nan")), (float(delays.min()), float(delays.max())), int(delays.size))
+        if delays.min() < lo or delays.max() > hi:
+            row.failures.append(f"delay read back outside [{lo}, {hi}] steps")
+        missing = sorted(set(range(lo, hi + 1)) - set(int(v) for v in delays))
+        if missing:
+            row.failures.append(f"delays {missing} never drawn in {delays.size} draws")
+        rows.append(row)
+    return rows
+
+
+def _judge(row: CheckRow, nominal: np.ndarray, col: np.ndarray, randomized: bool) -> None:
+    """Record the failures of one number (nominal = fit; draws inside the ranges and spread over them)."""
+    tol = lambda v: F32_RTOL * max(abs(v), 1.0) + 1e-7  # noqa: E731
+    if np.max(np.abs(nominal - row.fitted)) > tol(row.fitted):
+        row.failures.append(f"nominal {row.nominal} != fitted {row.fitted:.6g}")
+    if not randomized:
+        if row.exported is not None:
+            row.failures.append("has an exported range but no event term draws it")
+        elif np.max(np.abs(col - row.fitted)) > tol(row.fitted):
+            row.failures.append("not randomized but changed after reset")
+        return
+    for name, rng in (("exported range", row.exported), ("drawn-from range", row.sampled)):
+        if rng is None:
+            continue
+        if col.min() < rng[0] - tol(rng[0]) or col.max() > rng[1] + tol(rng[1]):
+            row.failures.append(f"read back [{col.min():.6g}, {col.max():.6g}] outside the {name} [{rng[0]:.6g}, {rng[1]:.6g}]")
+    ex, rng = row.exported, row.sampled
+    if ex is not None and (rng[0] > ex[0] + tol(ex[0]) or rng[1] < ex[1] - tol(ex[1])):
+        row.failures.append(f"drawn from [{rng[0]:.6g}, {rng[1]:.6g}], which does not cover the exported range "
+                            f"[{ex[0]:.6g}, {ex[1]:.6g}]")
+    w = rng[1] - rng[0]
+    if w > 0:
+        q = spread_tolerance(col.size)
+        if col.min() > rng[0] + q * w or col.max() < rng[1] - q * w:
+            row.failures.append(f"draws [{col.min():.6g}, {col.max():.6g}] do not spread over [{rng[0]:.6g}, {rng[1]:.6g}] "
+                                f"({col.size} uniform draws reach within {q:.0%} of each end)")

@@ -1,0 +1,147 @@
+"""The exported Isaac Lab module applied in a real Isaac Lab environment (CPU Newton, kit-less) and read back.
+
+``export.check.check_module`` builds a manager-based env of 16 Frankas with the
+exported actuator and event terms, resets it 4 times and reads every env's
+armature, friction, viscous damping and actuator delay from the simulation (the
+MJWarp solver's arrays). The export here has a zero fitted viscous value with a
+range (it must be drawn anyway), a number without a range (it must stay fixed),
+and a delay range (each env's measured latency must equal its delay).
+
+The Isaac Lab parts skip without the [isaaclab] extra; the delay/units parts run everywhere.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from isaaclab_sysid.export.isaaclab_module import generate_module
+
+JOINTS = [f"panda_joint{i + 1}" for i in range(7)]
+FIT = {
+    "armature": [0.3, 0.25, 0.2, 0.15, 0.05, 0.08, 0.02],
+    "friction": [1.0, 2.0, 0.5, 0.4, 0.3, 0.4, 0.2],
+    "viscous": [0.5, 1.0, 0.8, 0.0, 0.2, 0.3, 0.1],
+}
+NO_RANGE = "friction[panda_joint7]"  # identifiable but skipped: stays at its fitted value
+
+
+def _payload(delay=(3, 2, 5), fitted=None) -> dict:
+    fitted = fitted or FIT
+    labels = {g: [f"{g}[{j}]" for j in JOINTS] for g in fitted}
+    ranges = {}
+    for g, vals in fitted.items():
+        for j, v in zip(JOINTS, vals):
+            lab = f"{g}[{j}]"
+            if lab != NO_RANGE:
+                ranges[lab] = {"value": v, "lower": max(0.0, 0.7 * v - 0.01), "upper": 1.3 * v + 0.05}
+    value, lo, hi = delay
+    ranges["delay"] = {"value": value, "lower": lo, "upper": hi}
+    return {
+        "source": "test", "joint_names": JOINTS, "fitted": fitted, "labels_per_joint": labels, "ranges": ranges,
+        "intervals": {k: {"lower": v["lower"], "upper": v["upper"]} for k, v in ranges.items()},
+        "delay": {"value_ticks": value, "interval_ticks": [lo, hi], "range_ticks": [lo, hi], "tick_s": 0.001},
+        "masses": [],
+    }
+
+
+def _literals(src: str) -> dict:
+    out = {}
+    for node in ast.parse(src).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return out
+
+
+def test_delay_in_physics_steps_and_a_dt_that_cannot_represent_it_is_refused():
+    lit = _literals(generate_module(_payload(), viscous="independent", physics_dt=0.0005)[0])
+    assert lit["FITTED"]["delay_steps"] == 6 and lit["DELAY_RANGE_STEPS"] == (4, 10)  # 3 ms, [2, 5] ms at 0.5 ms
+    assert _literals(generate_module(_payload(delay=(4, 2, 6)), physics_dt=0.002)[0])["DELAY_RANGE_STEPS"] == (1, 3)
+    with pytest.raises(ValueError, match="cannot represent the delay of 3 ticks"):
+        generate_module(_payload(), physics_dt=0.002)  # 3 ms = 1.5 steps of 2 ms
+
+
+def test_friction_units_per_physics_backend():
+    fitted = {"armature": FIT["armature"], "mu_static": [1.0] * 7, "dynamic_ratio": [0.8] * 7, "viscous": FIT["viscous"]}
+    src, _ = generate_module(_payload(fitted=fitted), viscous="independent", physics="physx")
+    av = _literals(src)["ACTUATOR_VALUES"]
+    assert av["friction"]["panda_joint1"] == 1.0 and av["dynamic_friction"]["panda_joint1"] == pytest.approx(0.8)
+    assert "PHYSICS = 'physx'" in src
+    with pytest.raises(ValueError, match="Newton has one Coulomb level"):
+        generate_module(_payload(fitted=fitted), physics="newton")
+    # one Coulomb level: the same torque on both backends; Newton's actuator gets no dynamic friction
+    for physics in ("newton", "physx"):
+        av = _literals(generate_module(_payload(), physics=physics)[0])["ACTUATOR_VALUES"]
+        assert av["friction"] == av["dynamic_friction"] == dict(zip(JOINTS, FIT["friction"]))
+
+
+@pytest.fixture(scope="module")
+def robot():
+    pytest.importorskip("isaaclab", reason="the read-back needs Isaac Lab (pip install -e '.[isaaclab]')")
+    pytest.importorskip("urdf_usd_converter", reason="the read-back needs the [isaaclab] extra")
+    from isaaclab_sysid.robots import load_robot
+
+    return load_robot("franka_panda")
+
+
+def _module(tmp_path, viscous):
+    from isaaclab_sysid.export.check import load_export_module
+
+    p = tmp_path / f"sysid_dr_isaaclab_{viscous}.py"
+    p.write_text(generate_module(_payload(), viscous=viscous)[0])
+    return load_export_module(p)
+
+
+def test_exported_dr_applied_in_isaaclab_reads_back(robot, tmp_path):
+    from isaaclab_sysid.export.check import check_module, spread_tolerance
+
+    mod = _module(tmp_path, "independent")
+    report = check_module(mod, robot, num_envs=16, resets=4, decimation=2, seed=3)
+    print("\n" + report.table())
+    assert report.ok, report.failures + [f"{r.label}: {r.failures}" for r in report.rows if r.failures]
+    rows = {r.label: r for r in report.rows}
+    assert len(rows) == 3 * 7 + 1 and rows["armature[panda_joint1]"].n == 64
+    for g, vals in FIT.items():  # nominal (before any draw) = the fit, read from the solver
+        for j, v in zip(JOINTS, vals):
+            assert rows[f"{g}[{j}]"].nominal == pytest.approx((v, v), rel=1e-6, abs=1e-7)
+    fixed = rows[NO_RANGE]
+    assert fixed.exported is None and fixed.read == pytest.approx((0.2, 0.2), rel=1e-6)
+    zero = rows["viscous[panda_joint4]"]  # fitted 0, range [0, 0.05]: drawn over it (a scale factor could not)
+    q = spread_tolerance(zero.n)
+    assert zero.read[1] > (1 - q) * zero.exported[1] and zero.read[1] <= zero.exported[1] + 1e-7
+    delay = rows["delay"]
+    assert delay.read == (2.0, 5.0) and report.latency_ok  # every env's measured latency = its delay
+
+
+def test_the_check_fails_an_export_whose_draws_leave_the_ranges(robot, tmp_path):
+    """Isaac Lab's stock term scales Coulomb and viscous friction by one factor: the envelope export draws
+    the Coulomb friction outside its range and cannot draw a viscous range around a fitted 0."""
+    from isaaclab_sysid.export.check import CheckError, check_module
+
+    mod = _module(tmp_path, "envelope")
+    with pytest.raises(CheckError, match="re-export with scripts/export_dr.py --physics_dt 0.002"):
+        check_module(mod, robot, sim_dt=0.002)  # the task's dt is not the export's: refused before building
+    report = check_module(mod, robot, num_envs=16, resets=2, decimation=1, seed=3)
+    bad = {r.label: r.failures for r in report.rows if r.failures}
+    assert not report.ok
+    assert any("outside the exported range" in f for f in bad["friction[panda_joint2]"])
+    assert any("does not cover the exported range" in f for f in bad["viscous[panda_joint4]"])
+    assert "armature[panda_joint1]" not in bad and "delay" not in bad
+
+
+def test_delay_matches_the_fit_at_another_physics_step_and_decimation(robot, tmp_path):
+    """Exported for sim.dt = 0.5 ms: the delay [2, 5] ms is [4, 10] physics steps, and the env (decimation 4)
+    applies each env's effort exactly that many physics steps late."""
+    from isaaclab_sysid.export.check import check_module, load_export_module
+
+    p = tmp_path / "sysid_dr_isaaclab_half_ms.py"
+    p.write_text(generate_module(_payload(), viscous="independent", physics_dt=0.0005)[0])
+    report = check_module(load_export_module(p), robot, num_envs=16, resets=4, decimation=4, seed=5)
+    delay = next(r for r in report.rows if r.label == "delay")
+    assert report.sim_dt == 0.0005 and report.delay_ticks == (2.0, 5.0)
+    assert delay.exported == (4.0, 10.0) and delay.read == (4.0, 10.0) and not delay.failures
+    assert report.latency_ok and report.ok, report.failures
