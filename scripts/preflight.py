@@ -13,14 +13,19 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import tyro
 
 from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.excitation.plots import plot_preflight
 from isaaclab_sysid.excitation.preflight import preflight
+from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.utils.atomic import atomic_write_json
+from isaaclab_sysid.utils.json_io import jsonable
 
 
 @dataclass
@@ -39,6 +44,16 @@ class Args:
     """Replay the loop to predict torques (turn off for kinematics + cond only)."""
     strict: bool = False
     """Exit with status 2 when any warning is raised."""
+    orientation_error: Literal["rotvec", "quat_vec", "quat_2vec"] | None = None
+    """The real controller's orientation error, for a run that does not record it (the Franka tooling's schema 2)."""
+    coriolis_compensation: tyro.conf.DisallowNone[bool | None] = None
+    """Whether the real controller adds C(q, qd) qd, for a run that does not record it."""
+    ee_offset: tuple[float, float, float] | None = None
+    """The real controller's EE point in the robot config's EE link frame [m] (e.g. 0 0 0.1034: the Franka TCP)."""
+    torque_limit: tuple[float, ...] | None = None
+    """Per-joint torque limits of the real controller [N m] (overrides the robot config)."""
+    torque_rate_limit: tuple[float, ...] | None = None
+    """Per-joint torque-rate limits of the real controller [N m/s] (overrides the robot config)."""
 
 
 def main(a: Args) -> int:
@@ -47,13 +62,19 @@ def main(a: Args) -> int:
     except RunFormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    robot = load_robot(run.meta.robot)
+    facts = {k: getattr(a, k) for k in ("orientation_error", "coriolis_compensation", "ee_offset", "torque_limit",
+                                          "torque_rate_limit")}
+    try:  # a log that does not record the law / EE point / limits is refused unless the flags state them
+        (run,), _, robot = resolve_replay_facts(FitArgs.build(**facts), [run], [], load_robot(run.meta.robot))
+    except FitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     rep = preflight(robot, run, warn_frac=a.warn_frac, replay=a.replay, ident=a.identifiability,
                     peaks=run.meta.summary.get("reference_peaks"))
     print(rep.format())
     out = a.out_dir or a.run.parent
     p = out / f"{run.name}_preflight.json"
-    atomic_write_json(p, rep.to_dict())
+    atomic_write_json(p, jsonable(rep.to_dict()))
     print(f"wrote {p}")
     if rep.replay:
         print(f"wrote {plot_preflight(rep, robot, out / f'{run.name}_preflight.png')}")

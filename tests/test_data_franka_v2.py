@@ -375,3 +375,17 @@ def test_validate_runs_reports_schema2_and_writes_split_pieces(tmp_path, capsys)
     assert vr.main(vr.Args(files=(ring,), split_at_gaps=True, split_out=tmp_path / "pieces")) == 0
     piece = read_run(tmp_path / "pieces" / "ring_part2.csv")
     assert piece.meta.impedance is None and "torque_limit" in piece.meta.unrecorded and piece.tick[0] == 7055
+
+
+def test_preflight_reads_a_schema2_run_with_the_stated_law(twin, tmp_path, capsys):
+    """The excitation pre-flight reads the tooling's logs directly: refused naming the flags, then run with them."""
+    from conftest import load_script
+
+    write_franka_run(twin, tmp_path / "twin.csv")
+    pf = load_script("preflight")
+    args = dict(run=tmp_path / "twin.csv", out_dir=tmp_path, identifiability=False, replay=True)
+    assert pf.main(pf.Args(**args)) == 2
+    err = capsys.readouterr().err
+    assert "--orientation_error" in err and "--ee_offset" in err and len(err.strip().splitlines()) == 1
+    assert pf.main(pf.Args(**args, **FLAGS)) == 0
+    assert (tmp_path / "twin_preflight.json").is_file()
