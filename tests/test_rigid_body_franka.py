@@ -83,6 +83,17 @@ def test_franka_runs_identify_base_parameters_and_torque(franka):
     inert_files = load_nominal(out / "nominal_inertials.json")
     robot2 = nominal.with_inertials(inert_files)
     assert set(inert_files) == set(nominal.link_names) and robot2.n_dof == 7
+    # the replay fit's --nominal gives each moving body the file's inertials, the hand merged into link 7 once
+    from isaaclab_sysid.arm_model import ArmModel
+    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.fit.problem import build_robot
+    from isaaclab_sysid.data import read_run
+
+    fit_robot = build_robot(FitArgs.build(real_csv=[str(paths[0])], nominal=str(out / "nominal_inertials.json")),
+                            [read_run(paths[0])])
+    bodies = ArmModel(fit_robot).body_inertials()
+    for link, li in inert_files.items():
+        assert bodies[link].mass == pytest.approx(li.mass, rel=1e-9, abs=1e-12), link
 
 
 def test_franka_runs_instrumental_variables(franka, tmp_path, capsys):

@@ -162,10 +162,13 @@ def build_robot(args: FitArgs, runs: Sequence[Run]) -> Robot:
         if r.n_dof != robot.n_dof:
             raise FitError(f"run {r.name} has {r.n_dof} joints, robot {robot.name} has {robot.n_dof}")
     if args.replay.nominal:
-        from isaaclab_sysid.rigid_body.io import load_nominal  # Pinocchio: only when asked
+        from isaaclab_sysid.arm_model import with_body_inertials  # Pinocchio: only when asked
+        from isaaclab_sysid.rigid_body.io import load_nominal
 
         try:
-            robot = robot.with_inertials(load_nominal(args.replay.nominal))
+            # the file holds the regressor's moving bodies (fixed children such as the Franka's hand merged in):
+            # with_body_inertials gives each body those inertials without counting its merged children twice
+            robot = with_body_inertials(robot, load_nominal(args.replay.nominal))
         except Exception as exc:  # NominalFileError, OSError, JSON errors: one line naming the flag, no traceback
             raise FitError(f"--nominal {args.replay.nominal}: {exc}") from None
     return robot
