@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.evaluate.metrics import rms
 from isaaclab_sysid.sim.interface import RunRollout
 
 
@@ -116,25 +117,13 @@ class Adequacy:
                    limits=AdequacyLimits(**d.get("limits", {})))
 
 
-def _rms(a: np.ndarray, axis=None) -> np.ndarray:
-    return np.sqrt(np.mean(np.square(a), axis=axis))
-
-
-def speed_ratio(e: np.ndarray, dq: np.ndarray, age_var_s2: float = 0.0) -> np.ndarray:
-    """(N,) residual RMS in the fastest third of samples over the slowest third, per joint (e, dq: (T, N)).
-
-    ``age_var_s2``: variance of the rows' modelled random state age [s^2]; the error it leaves by itself,
-    ``age_var x dq^2`` in expectation, is taken out of each third's mean square first.
-    """
+def speed_ratio(e: np.ndarray, dq: np.ndarray) -> np.ndarray:
+    """(N,) residual RMS in the fastest third of samples over the slowest third, per joint (e, dq: (T, N))."""
     out = np.empty(e.shape[1])
     for j in range(e.shape[1]):
         order = np.argsort(np.abs(dq[:, j]))
         k = max(1, len(order) // 3)
-        ms = []
-        for rows in (order[:k], order[-k:]):
-            excess = float(np.mean(e[rows, j] ** 2) - age_var_s2 * np.mean(dq[rows, j] ** 2))
-            ms.append(max(excess, 1e-3 * float(np.mean(e[rows, j] ** 2)), 1e-300))
-        out[j] = np.sqrt(ms[1] / ms[0])
+        out[j] = rms(e[order[-k:], j]) / max(float(rms(e[order[:k], j])), 1e-300)
     return out
 
 
@@ -168,16 +157,16 @@ def ee_jacobian(robot):
     return jac
 
 
-def run_stats(run: Run, q_sim: np.ndarray, heldout: bool, jacobian=None, age_var_s2: float = 0.0) -> RunResidualStats:
-    """Diagnostics of one run's fitted replay ``q_sim`` (T, N) (``age_var_s2``: see :func:`speed_ratio`)."""
+def run_stats(run: Run, q_sim: np.ndarray, heldout: bool, jacobian=None) -> RunResidualStats:
+    """Diagnostics of one run's fitted replay ``q_sim`` (T, N)."""
     e = run.q - q_sim
-    q_rms = _rms(e, axis=0) * 1e3
+    q_rms = rms(e, axis=0) * 1e3
     white = np.sqrt(np.mean(np.diff(e, axis=0) ** 2, axis=0) / 2.0) * 1e3
     share, joints = (None, [])
     if jacobian is not None and run.meta.controller == "task_impedance" and run.n_dof > 6:
         share, joints = self_motion(e, run.q, jacobian)
-    return RunResidualStats(run.name, heldout, q_rms.tolist(), float(_rms(e) * 1e3), white.tolist(),
-                            speed_ratio(e, run.dq, age_var_s2).tolist(), share, joints)
+    return RunResidualStats(run.name, heldout, q_rms.tolist(), float(rms(e) * 1e3), white.tolist(),
+                            speed_ratio(e, run.dq).tolist(), share, joints)
 
 
 def assess(
@@ -192,13 +181,12 @@ def assess(
 ) -> Adequacy:
     """The verdict from the fitted candidate's rollouts (``fitted[r].q[candidate]``) on ``runs`` (first ``n_fit`` fit).
 
-    ``age_max_ms[r]``: the modelled state age of run r's rows, 0..N ms uniform (0 or None: fresh).
+    ``age_max_ms[r]``: the modelled state age of run r's rows, 0..N ms uniform (0 or None: fresh); such runs
+    are left out of the speed test.
     """
     jac = ee_jacobian(robot) if robot is not None and robot.n_dof > 6 else None
     ages = list(age_max_ms or [0.0] * len(runs))
-    # variance of an integer age uniform on 0..N ms, in s^2
-    stats = [run_stats(r, ro.q[candidate], i >= n_fit, jac, (((a + 1) ** 2 - 1) / 12.0) * 1e-6 if a else 0.0)
-             for i, (r, ro, a) in enumerate(zip(runs, fitted, ages))]
+    stats = [run_stats(r, ro.q[candidate], i >= n_fit, jac) for i, (r, ro) in enumerate(zip(runs, fitted))]
     fit_s, held_s = stats[:n_fit], stats[n_fit:]
     fit_rms = float(np.sqrt(np.mean([s.q_rms_all_mrad**2 for s in fit_s])))
     ratio = float(np.sqrt(np.mean([s.q_rms_all_mrad**2 for s in held_s])) / max(fit_rms, 1e-300)) if held_s else None

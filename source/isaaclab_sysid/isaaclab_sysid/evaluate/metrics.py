@@ -35,7 +35,8 @@ class RunMetrics:
         return asdict(self)
 
 
-def _rms(a: np.ndarray, axis=None) -> np.ndarray:
+def rms(a: np.ndarray, axis=None) -> np.ndarray:
+    """Root mean square of ``a`` (over ``axis``, all entries by default)."""
     return np.sqrt(np.mean(np.square(a), axis=axis))
 
 
@@ -48,10 +49,10 @@ def rollout_metrics(ro: RunRollout, run: Run, i: int, weights: LossWeights = Los
         ex = np.linalg.norm(ro.ee_pos[i] - run.ee_pos, axis=1)
         return RunMetrics(
             loss=float(loss[i]),
-            q_rms_mrad=[float(v) for v in 1e3 * _rms(eq, axis=0)],
-            dq_rms_mrad_s=[float(v) for v in 1e3 * _rms(edq, axis=0)],
-            ee_rms_mm=float(1e3 * _rms(ex)),
-            q_rms_all_mrad=float(1e3 * _rms(eq)),
+            q_rms_mrad=[float(v) for v in 1e3 * rms(eq, axis=0)],
+            dq_rms_mrad_s=[float(v) for v in 1e3 * rms(edq, axis=0)],
+            ee_rms_mm=float(1e3 * rms(ex)),
+            q_rms_all_mrad=float(1e3 * rms(eq)),
             diverged=bool(div[i]),
         )
 
@@ -66,8 +67,8 @@ def rms_between_runs(a: Run, b: Run) -> dict:
         raise ValueError(f"runs {a.name} and {b.name} have different shapes {a.q.shape} vs {b.q.shape}")
     d = a.q - b.q
     return {
-        "q_rms_mrad": [float(v) for v in 1e3 * _rms(d, axis=0)],
-        "q_rms_all_mrad": float(1e3 * _rms(d)),
-        "dq_rms_mrad_s": [float(v) for v in 1e3 * _rms(a.dq - b.dq, axis=0)],
-        "ee_rms_mm": float(1e3 * _rms(np.linalg.norm(a.ee_pos - b.ee_pos, axis=1))),
+        "q_rms_mrad": [float(v) for v in 1e3 * rms(d, axis=0)],
+        "q_rms_all_mrad": float(1e3 * rms(d)),
+        "dq_rms_mrad_s": [float(v) for v in 1e3 * rms(a.dq - b.dq, axis=0)],
+        "ee_rms_mm": float(1e3 * rms(np.linalg.norm(a.ee_pos - b.ee_pos, axis=1))),
     }

@@ -51,10 +51,13 @@ class FitContext:
         cp = d / "config.json"
         config = read_json(cp, "fit config") if cp.is_file() else None
         args = FitArgs.from_dict(config["args"]) if config else None
+        body = read_json(rp, "parameters")
+        if not isinstance(body, dict):
+            raise ExportError(f"{rp}: not a JSON object")
         try:
-            result = FitResult.read(rp, joint_names=_recorded_joint_names(d, config, args))
-        except ValueError as exc:
-            raise ExportError(str(exc)) from None
+            result = FitResult.from_json(body, joint_names=_recorded_joint_names(d, body, config, args))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ExportError(f"{rp}: {exc}") from None
         return cls(d, result, args)
 
     @property
@@ -73,10 +76,10 @@ class FitContext:
         return self._problem
 
 
-def _recorded_joint_names(fit_dir: Path, config: dict | None, args: FitArgs | None) -> list[str] | None:
-    """The robot config's joint names for a result file that records none (older fits); None if the file has them."""
-    result = read_json(fit_dir / RESULT_FILE, "parameters")
-    if isinstance(result, dict) and (result.get("param_space") or {}).get("joint_names"):
+def _recorded_joint_names(fit_dir: Path, result: dict, config: dict | None, args: FitArgs | None) -> list[str] | None:
+    """The robot config's joint names for a result file (``result``, its JSON) that records none (older fits);
+    None if the file has them."""
+    if (result.get("param_space") or {}).get("joint_names"):
         return None
     name = (args.replay.robot if args else None) or (config or {}).get("robot")
     if name is None and args is not None and args.runs.real_csv:
