@@ -38,6 +38,9 @@ EXTRAS = {
     # --cluster ray (docs/cluster.md): plain ray, no dashboard; every machine of a cluster needs the same version.
     "ray": ["ray>=2.52"],
     "dev": ["pytest>=8", "pytest-xdist>=3"],
+    # benchmarks/vs_peers.py (docs/benchmarks.md): mujoco.sysid, shipped in the mujoco wheel, imports only with its
+    # own extra (colorama, tabulate, jinja2, imageio[ffmpeg], ...); same mujoco pin as above.
+    "peers": ["mujoco[sysid]~=3.12.0"],
 }
 
 setup(

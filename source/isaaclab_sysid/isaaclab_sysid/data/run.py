@@ -68,6 +68,8 @@ class RunMeta:
         unrecorded: the :data:`REPLAY_FACTS` this log does not record (schema 2: all of them);
             whoever replays the run must state them.
         source_format: ``"isaaclab_sysid/1"`` (the project's schema) or ``"franka_tooling/2"``.
+        state_age_ms: the rows' state age 0..N ms, uniform, as a schema-1 sidecar states it (``"state_age"``);
+            None: not stated.
     """
 
     robot: str
@@ -87,6 +89,7 @@ class RunMeta:
     schema_version: int = 1
     unrecorded: tuple[str, ...] = ()
     source_format: str = "isaaclab_sysid/1"
+    state_age_ms: int | None = None  # rows' state age 0..N ms, uniform, as the sidecar states it (None: not stated)
 
 
 @dataclass

@@ -18,6 +18,9 @@ CONTROLLERS = ("joint_pd", "task_impedance")
 ORIENTATION_ERRORS = ("rotvec", "quat_vec", "quat_2vec")
 #: Deprecated names still read from schema-1 sidecars (with a one-line note): old name -> convention.
 LEGACY_ORIENTATION_ERRORS = {"quat": "quat_2vec"}
+#: State-age models a sidecar may state (``"state_age": {"model": "uniform", "max_ms": N}``): ``uniform`` = each
+#: row's state is the newest frame of a state stream, 0..N ms old, uniform (docs/data_format.md).
+STATE_AGE_MODELS = ("uniform",)
 #: Tolerance on |quaternion| - 1 before a row is refused.
 QUAT_NORM_TOL = 1e-3
 #: Joint positions may exceed the URDF limits by this much [rad] (encoder/limit slack).

@@ -17,6 +17,7 @@ from isaaclab_sysid.data.schema import (
     LEGACY_ORIENTATION_ERRORS,
     ORIENTATION_ERRORS,
     QUAT_NORM_TOL,
+    STATE_AGE_MODELS,
     SUPPORTED_SCHEMA_VERSIONS,
 )
 from isaaclab_sysid.timebase import TICK_HZ
@@ -124,6 +125,7 @@ def parse_sidecar(raw: Any, file: str, n_dof: int, q_lower: np.ndarray, q_upper:
         law = None
     elif controller == "task_impedance":
         law = _parse_law(raw.get("impedance", {}), file, n_dof)
+    state_age = _parse_state_age(raw.get("state_age"), file, log_rate)
     return RunMeta(
         schema_version=int(raw["schema_version"]),
         robot=str(raw.get("robot", "franka_panda")),
@@ -141,7 +143,33 @@ def parse_sidecar(raw: Any, file: str, n_dof: int, q_lower: np.ndarray, q_upper:
         excitation=dict(raw.get("excitation", {})),
         summary=dict(raw.get("summary", {})),
         unrecorded=unrecorded,
+        state_age_ms=state_age,
     )
+
+
+def _parse_state_age(raw: Any, file: str, log_rate_hz: float) -> int | None:
+    """The optional ``state_age`` block -> the rows' maximum state age [ms] (None: absent or null).
+
+    ``{"model": "uniform", "max_ms": N}``: each row's state is 0..N ms old, uniform (the newest frame
+    of a state stream: 10 for a 100 Hz stream, 0 for fresh states). Only logs below 1 kHz have an age.
+    """
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _err(file, "state_age", f"expected an object {{\"model\": \"uniform\", \"max_ms\": N}} or null, got {raw!r}")
+    for key in raw:
+        if key not in ("model", "max_ms"):
+            raise _err(file, f"state_age.{key}", "unknown key (known: max_ms, model)")
+    model = raw.get("model", "uniform")
+    if model not in STATE_AGE_MODELS:
+        raise _err(file, "state_age.model", f"unknown state-age model {model!r} (expected {', '.join(STATE_AGE_MODELS)})")
+    age = raw.get("max_ms")
+    if isinstance(age, bool) or not isinstance(age, int) or age < 0:
+        raise _err(file, "state_age.max_ms", f"expected an integer number of ms >= 0 (the 1 ms tick), got {age!r}")
+    if age > 0 and log_rate_hz >= TICK_HZ:
+        raise _err(file, "state_age.max_ms", f"{age} ms on a {log_rate_hz:g} Hz log: its rows are every controller tick, "
+                   "fresh; a state age applies to logs below 1 kHz only (0 or null here)")
+    return int(age)
 
 
 def _parse_unrecorded(raw: Any, file: str) -> tuple[str, ...]:
@@ -220,6 +248,8 @@ def meta_to_dict(meta: RunMeta) -> dict[str, Any]:
     law = meta.impedance
     if meta.unrecorded:
         out["unrecorded"] = list(meta.unrecorded)
+    if meta.state_age_ms is not None:
+        out["state_age"] = {"model": "uniform", "max_ms": int(meta.state_age_ms)}
     if meta.controller == "task_impedance" and law is None:
         out["impedance"] = None
     elif meta.controller == "task_impedance":

@@ -7,8 +7,10 @@ data, from four diagnostics of the fitted candidate's joint-position residual
 * **held-out over fit**: q RMS on the held-out runs over q RMS on the fit runs. A
   right model generalizes (about 1); a model that fitted the fit runs by bending
   its parameters does not.
-* **residual over noise floor**: the fit runs' q RMS over a floor the user gives
-  (``--noise_floor_mrad``: e.g. the RMS between two repeats of a run), else over
+* **residual over noise floor**: the fit runs' q RMS over a floor measured from two
+  repeats of one excitation (``--noise_floor_from A.csv B.csv``: RMS of their q
+  difference / sqrt(2), :mod:`isaaclab_sysid.evaluate.noise_floor`), or one the user
+  gives (``--noise_floor_mrad``), else over
   an estimate of the white measurement noise from the residual's first
   differences, ``sqrt(mean(diff(e)^2) / 2)`` (model error and process noise are
   smooth, so they stay out of it). On the twins a right model leaves about 1x it
@@ -21,6 +23,9 @@ data, from four diagnostics of the fitted candidate's joint-position residual
   (ratio << 1). Runs whose rows have a modelled random state age are reported but
   not judged: the age's spread leaves an error proportional to the speed by itself
   (removing its expected variance, age_var x dq^2, still cried wolf on right models).
+  Torque runs (``--replay torque``) are not judged either: their error grows with the
+  time into each shooting window, not with the speed; their floor is the drift of the
+  measured start states (:mod:`isaaclab_sysid.evaluate.shooting_floor`).
 * **self-motion share** (redundant arms under task impedance): the share of the
   joint-error energy in the null space of the EE Jacobian at the measured q; the
   impedance law does not hold that motion, so what the model misses in friction
@@ -42,6 +47,7 @@ import numpy as np
 
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.metrics import rms
+from isaaclab_sysid.evaluate.noise_floor import NoiseFloor
 from isaaclab_sysid.sim.interface import RunRollout
 
 
@@ -87,9 +93,12 @@ class Adequacy:
         verdict: ``adequate`` or ``misfit``.
         messages: plain-words findings, worst first.
         heldout_over_fit: held-out q RMS / fit q RMS (None without held-out runs).
-        floor_mrad: the noise floor used [mrad]; floor_source: ``given`` or ``estimated``.
+        floor_mrad: the noise floor used [mrad]; floor_source: ``repeats`` (measured from repeat runs,
+            ``--noise_floor_from``), ``given`` (``--noise_floor_mrad``) or ``estimated`` (white noise of the residual).
         residual_over_floor: fit q RMS / floor.
         runs: per-run diagnostics.
+        floor_per_joint_mrad: (N,) the per-joint floor [mrad] (repeats, estimated), None for a given number.
+        floor_method: how the floor was obtained, in words; floor_files: the repeat pairs' CSV paths.
     """
 
     verdict: str
@@ -100,6 +109,9 @@ class Adequacy:
     residual_over_floor: float
     runs: list[RunResidualStats]
     limits: AdequacyLimits = field(default_factory=AdequacyLimits)
+    floor_per_joint_mrad: list[float] | None = None
+    floor_method: str = ""
+    floor_files: list[list[str]] = field(default_factory=list)
 
     @property
     def misfit(self) -> bool:
@@ -114,7 +126,8 @@ class Adequacy:
                    floor_mrad=float(d["floor_mrad"]), floor_source=d["floor_source"],
                    residual_over_floor=float(d["residual_over_floor"]),
                    runs=[RunResidualStats(**r) for r in d.get("runs", [])],
-                   limits=AdequacyLimits(**d.get("limits", {})))
+                   limits=AdequacyLimits(**d.get("limits", {})), floor_per_joint_mrad=d.get("floor_per_joint_mrad"),
+                   floor_method=d.get("floor_method", ""), floor_files=[list(p) for p in d.get("floor_files", [])])
 
 
 def speed_ratio(e: np.ndarray, dq: np.ndarray) -> np.ndarray:
@@ -174,15 +187,17 @@ def assess(
     fitted: Sequence[RunRollout],
     n_fit: int,
     robot=None,
-    noise_floor_mrad: float | None = None,
+    noise_floor_mrad: float | NoiseFloor | None = None,
     limits: AdequacyLimits = AdequacyLimits(),
     candidate: int = 1,
     age_max_ms: Sequence[float] | None = None,
 ) -> Adequacy:
     """The verdict from the fitted candidate's rollouts (``fitted[r].q[candidate]``) on ``runs`` (first ``n_fit`` fit).
 
-    ``age_max_ms[r]``: the modelled state age of run r's rows, 0..N ms uniform (0 or None: fresh); such runs
-    are left out of the speed test.
+    ``noise_floor_mrad``: a :class:`~isaaclab_sysid.evaluate.noise_floor.NoiseFloor` (measured from repeats,
+    :func:`~isaaclab_sysid.evaluate.noise_floor.resolve_noise_floor`), a number [mrad] (given), or None (estimated
+    from the fit runs' residual). ``age_max_ms[r]``: the modelled state age of run r's rows, 0..N ms uniform
+    (0 or None: fresh); such runs are left out of the speed test.
     """
     jac = ee_jacobian(robot) if robot is not None and robot.n_dof > 6 else None
     ages = list(age_max_ms or [0.0] * len(runs))
@@ -190,10 +205,19 @@ def assess(
     fit_s, held_s = stats[:n_fit], stats[n_fit:]
     fit_rms = float(np.sqrt(np.mean([s.q_rms_all_mrad**2 for s in fit_s])))
     ratio = float(np.sqrt(np.mean([s.q_rms_all_mrad**2 for s in held_s])) / max(fit_rms, 1e-300)) if held_s else None
-    if noise_floor_mrad is not None:
-        floor, source = float(noise_floor_mrad), "given"
+    files: list[list[str]] = []
+    if isinstance(noise_floor_mrad, NoiseFloor):
+        nf = noise_floor_mrad
+        floor, source, per_joint, method = nf.pooled_mrad, nf.source, nf.per_joint_mrad, nf.method
+        files = [list(p) for p in nf.files]
+    elif noise_floor_mrad is not None:
+        floor, source, per_joint, method = float(noise_floor_mrad), "given", None, "given by the user (--noise_floor_mrad)"
     else:
-        floor, source = float(np.sqrt(np.mean([np.mean(np.square(s.white_floor_mrad)) for s in fit_s]))), "estimated"
+        white = np.array([s.white_floor_mrad for s in fit_s])  # (runs, N)
+        floor, source = float(np.sqrt(np.mean(np.square(white)))), "estimated"
+        per_joint = [float(v) for v in np.sqrt(np.mean(np.square(white), axis=0))]
+        method = ("estimated as the white measurement noise of the fit runs' residual, sqrt(mean(diff(e)^2) / 2) "
+                  "(smooth model error stays out of it; give repeats with --noise_floor_from to measure it)")
     over = fit_rms / max(floor, 1e-300)
     msgs: list[str] = []
     bad = False
@@ -202,19 +226,30 @@ def assess(
         msgs.append(_heldout_message(ratio, held_s, limits))
     if over > limits.max_floor_ratio:
         bad = True
-        what = "the noise floor" if source == "given" else "the white measurement noise estimated from it"
+        what = {"given": "the given noise floor", "repeats": "the noise floor measured from the repeats",
+                "shooting": "the drift floor of the windows' measured start states"}.get(
+            source, "the white measurement noise estimated from it")
         msgs.append(f"the fit runs' residual is {over:.1f}x {what} ({fit_rms:.3g} vs {floor:.3g} mrad): the model leaves "
                     "structure the noise does not explain (a friction law, a timing, a disturbance it lacks); joints "
-                    "that stick: try the static-friction group (--fit_groups armature,mu_static,dynamic_ratio,viscous,delay)")
-    timed = [s for s, a in zip(stats, ages) if not a]
+                    "that stick: try the static-friction group (--fit_groups armature,mu_static,dynamic_ratio,viscous,delay)"
+                    + ("; in a torque replay also noise on the logged torque, which drives the replay (errors in "
+                       "variables: light joints' friction and armature biased)" if source == "shooting" else ""))
+    timed = [s for s, a, r in zip(stats, ages, runs) if not a and r.meta.controller != "torque"]
     if timed:
         bad |= _speed_messages(timed, limits, msgs)
     verdict = "misfit" if bad else "adequate"
     if verdict == "adequate":
         msgs.append("model adequate: " + (f"held-out error {ratio:.2f}x the fit error" if ratio is not None else
                                           "no held-out run (give one: another waveform, other gains)")
-                    + f"; residual {over:.2f}x the {source} noise floor")
-    return Adequacy(verdict, msgs, ratio, floor, source, over, stats, limits)
+                    + f"; residual {over:.2f}x the {_SOURCE_WORDS.get(source, source)} noise floor")
+    if source in ("repeats", "shooting"):
+        msgs.append(f"noise floor {floor:.3g} mrad: {method}")
+    return Adequacy(verdict, msgs, ratio, floor, source, over, stats, limits, per_joint, method, files)
+
+
+#: how the verdict's messages name each floor source
+_SOURCE_WORDS = {"given": "given", "estimated": "estimated", "repeats": "repeat-measured",
+                 "shooting": "start-state drift"}
 
 
 def _heldout_message(ratio: float, held: list[RunResidualStats], limits: AdequacyLimits) -> str:

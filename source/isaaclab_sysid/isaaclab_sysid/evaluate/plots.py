@@ -99,12 +99,45 @@ def plot_rms_bars(result, path: str | Path, joint_names: Sequence[str] | None = 
     return _save(fig, path)
 
 
-def plot_evaluation(out_dir: str | Path, runs: Sequence[Run], ev, joint_names: Sequence[str] | None = None) -> list[Path]:
-    """Real vs sim (nominal and fitted) per run and the per-joint RMS bars of an :class:`EvalResult`."""
+def plot_windows(run: Run, q_fit: np.ndarray, windows: np.ndarray, path: str | Path,
+                 joint_names: Sequence[str] | None = None, count: int = 3) -> Path:
+    """A torque run's first ``count`` shooting windows: real vs fitted q per joint, each window restarted from the
+    measured state (dotted lines mark the starts). ``q_fit``: (T, N) [rad]; ``windows``: (W, 2) sample ranges."""
+    n = run.n_dof
+    jn = list(joint_names or [f"j{i + 1}" for i in range(n)])
+    cols = 3
+    rows = int(np.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(13, 2.3 * rows), sharex=True)
+    axes = axes.ravel()
+    t = run.t - run.t[0]
+    shown = windows[:count]
+    for j in range(n):
+        ax = axes[j]
+        for k, (a, b) in enumerate(shown):
+            ax.plot(t[a:b], 1e3 * (run.q[a:b, j] - run.q[a, j]), "k", lw=1.2, label="real" if k == 0 else None)
+            ax.plot(t[a:b], 1e3 * (q_fit[a:b, j] - run.q[a, j]), "C1", lw=0.9, label="fitted" if k == 0 else None)
+            ax.axvline(t[a], color="0.6", ls=":", lw=0.8)
+        ax.set_title(f"{jn[j]}: q - q(window start) [mrad]", fontsize=9)
+    for ax in axes[n:]:
+        ax.axis("off")
+    axes[0].legend(fontsize=7)
+    for ax in axes[max(0, n - cols):n]:
+        ax.set_xlabel("t [s]")
+    fig.suptitle(f"{run.name}: the first {len(shown)} shooting windows, real vs fitted torque replay")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_evaluation(out_dir: str | Path, runs: Sequence[Run], ev, joint_names: Sequence[str] | None = None,
+                    windows: Sequence[np.ndarray] | None = None) -> list[Path]:
+    """Real vs sim (nominal and fitted) per run and the per-joint RMS bars of an :class:`EvalResult`; for a torque run
+    (``windows[r]`` given, more than one window) also its first shooting windows (:func:`plot_windows`)."""
     out_dir = Path(out_dir)
     paths = []
-    for run, ro in zip(runs, ev.rollouts):
+    for i, (run, ro) in enumerate(zip(runs, ev.rollouts)):
         paths.append(plot_run(run, {"nominal": ro.q[0], "fitted": ro.q[1]}, {"nominal": ro.ee_pos[0], "fitted": ro.ee_pos[1]},
                               out_dir / f"real_vs_sim_{run.name}.png"))
+        if windows is not None and run.meta.controller == "torque" and len(windows[i]) > 1:
+            paths.append(plot_windows(run, ro.q[1], windows[i], out_dir / f"windows_{run.name}.png", joint_names))
     paths.append(plot_rms_bars(ev, out_dir / "rms_per_joint.png", joint_names))
     return paths

@@ -488,6 +488,12 @@ class RayBackend:
                  f"within {self.timeout_s:g} s (--ray_timeout_s) is killed and the slice re-run")
 
     # ---------------------------------------------------------------- workers
+    def windows_of(self, runs: Sequence[Run]) -> list[np.ndarray]:
+        """The shooting windows of each run, as the workers' backends cut them (sim/shooting.py)."""
+        from isaaclab_sysid.sim.shooting import run_windows
+
+        return run_windows(runs, self.recipe.options.window_ticks)
+
     def _pool(self, fresh: bool = False) -> WorkerPool:
         """This backend's pool (reused, or replacing another recipe's), topped up or trimmed to ``target`` workers;
         ``fresh``: also replace a pool whose workers started from sources that have changed since."""

@@ -37,11 +37,15 @@ class RunsConfig:
     """Held-out run CSV (never seen by the optimizer), scored after the fit; repeatable."""
     heldout_sidecar: Annotated[list[str], Repeat] = field(default_factory=list)
     """Sidecar JSON of each --heldout_csv, paired in order (default: CSV path with .json)."""
+    log_format: Literal["run", "ur10e"] = "run"
+    """Format of --real_csv/--heldout_csv: run (the project's run format or the Franka tooling's, with sidecars) or
+    ur10e (the raw 31-column UR10e CSV of shared/data/ur10e: --replay torque only)."""
     traj_weights: str | None = None
     """Comma-separated weight per --real_csv run in the loss, e.g. 1.0,1.5 (dimensionless; default 1 each)."""
     state_age_ms: int | None = None
     """Age of the state in rows logged below 1 kHz [ms]: 0..N, uniform (the newest frame of a state stream; 10 for
-    the Franka tooling's 100 Hz stream, 0 for fresh states). Required when a run is logged below 1 kHz (docs/fit.md)."""
+    the Franka tooling's 100 Hz stream, 0 for fresh states). Required when a run is logged below 1 kHz and its sidecar
+    does not state it ("state_age": {"model": "uniform", "max_ms": N}); overrides the sidecars' when given (docs/fit.md)."""
 
 
 @dataclass
@@ -63,6 +67,10 @@ class SearchConfig:
     """Initial CMA-ES step size in the normalized parameter space (every group scaled to [0, 1] within its bounds)."""
     seed: int = 0
     """Random seed of the optimizer (same seed and runs give the same result)."""
+    strategy: Literal["cmaes", "fast"] = "cmaes"
+    """Search strategy: cmaes (CMA-ES generations, then the refinement) or fast (the refinement straight from --x0 and
+    the low start with every delay profiled; CMA-ES runs only when the fast path's residual, held-out error or
+    disagreeing starts say it is stuck; docs/fit.md, "Search strategy")."""
 
 
 @dataclass
@@ -150,6 +158,24 @@ class ReplayConfig:
     torque_rate_limit: tuple[float, ...] | None = None
     """The real controller's torque slew limit [N m/s], per joint or one for all (inf = none); replaces the robot
     config's and turns --slew_limit on. Required for runs that do not record it (schema 2; the tooling ramps at 800)."""
+    replay: Literal["controller", "torque"] = "controller"
+    """What drives the replay: controller (the real closed loop: its law, gains and setpoints; default) or torque
+    (the logged torque, --torque_signal, applied open loop in shooting windows of --window_s, each started from the
+    measured state; for logs without a replayable controller, e.g. the UR10e's; mujoco backend; docs/replay.md)."""
+    torque_signal: Literal["tau_J", "tau", "current"] | None = None
+    """--replay torque: the logged torque that acted: tau_J (measured joint torque), tau (commanded torque; the UR10e
+    log's desired torque) or current (motor current x --drive_gains; UR10e logs). Required with --replay torque."""
+    torque_includes_gravity: tyro.conf.DisallowNone[bool | None] = None
+    """--replay torque: whether --torque_signal contains the gravity torque (--torque_includes_gravity: libfranka's
+    tau_J, UR motor current; the replay then simulates gravity) or not (--no_torque_includes_gravity). Required."""
+    drive_gains: tuple[float, ...] | None = None
+    """--torque_signal current: current-to-torque gain of each joint [N m/A] (the UR10e authors': 10.0 10.6956
+    8.4566 9.0029 9.48 10.1232, UR10E_parameters.txt drvGains; or scripts/identify_rigid_body.py's)."""
+    window_s: float = 0.5
+    """--replay torque: length of each shooting window [s] (each restarts from the measured q, qd; 0.1-1 s)."""
+    max_batch_mb: float = 4096.0
+    """Memory limit of one batched rollout [MB]: population x samples x states (plus per-window buffers); a
+    configuration above it is refused before any simulation, naming what to lower."""
     admit_aborted: bool = False
     """Read runs the Franka tooling recorded as aborted (sidecar abort.code != 0), truncated at the abort time
     (refused by default, naming the abort)."""
@@ -172,8 +198,13 @@ class OutputConfig:
     plots: bool = True
     """Write the report's plots (PNG, and the interactive report.html)."""
     noise_floor_mrad: float | None = None
-    """Joint-position noise floor of the runs [mrad] for the adequacy verdict (e.g. the RMS between two repeats of a
-    run); default: estimated from the residual's high-frequency part (white measurement noise only)."""
+    """Joint-position noise floor of one run [mrad] for the adequacy verdict (e.g. the RMS between two repeats of a
+    run / sqrt(2)); default: --noise_floor_from, else estimated from the residual's high-frequency part (white
+    measurement noise only)."""
+    noise_floor_from: Annotated[list[tuple[str, str]], Repeat] = field(default_factory=list)
+    """Two CSVs recorded as repeats of one excitation (same setpoints, gains and time base; checked), e.g.
+    --noise_floor_from run.csv run_repeat.csv (sidecars: the CSV path with .json): the verdict's noise floor is the RMS
+    of their q difference / sqrt(2) [mrad], per joint and pooled; repeat the flag to pool several pairs (docs/fit.md)."""
     quiet: bool = False
     """Suppress the per-generation progress line."""
 

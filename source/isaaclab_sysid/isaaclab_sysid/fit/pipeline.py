@@ -21,6 +21,8 @@ from pathlib import Path
 
 from isaaclab_sysid.evaluate.adequacy import assess
 from isaaclab_sysid.evaluate.heldout import EvalResult, evaluate_params, write_eval_outputs
+from isaaclab_sysid.evaluate.noise_floor import resolve_noise_floor
+from isaaclab_sysid.evaluate.shooting_floor import shooting_floor
 from isaaclab_sysid.evaluate.plots import plot_convergence, plot_evaluation
 from isaaclab_sysid.evaluate.html_report import convergence_figure, run_figures, write_html_report
 from isaaclab_sysid.evaluate.report import eval_report, fit_sections, write_report
@@ -57,12 +59,14 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
     problem = build_problem(args, log)
     if args.output.eval_params:
         return _eval_only(args, problem, log)
+    floor = resolve_noise_floor(args.output.noise_floor_mrad, args.output.noise_floor_from, log,
+                                admit_aborted=args.replay.admit_aborted)  # repeat files read and checked before the fit
     search, result = _search(args, problem, log)
     _refuse_diverged(result, search.run_dir)
     path = result.write(search.run_dir)
     log(f"best loss {result.best_score:.6g}; wrote {path}")
     log("  " + result.summary_line())
-    _evaluate_and_report(args, problem, result, search, log, time.perf_counter() - t_start)
+    _evaluate_and_report(args, problem, result, search, log, time.perf_counter() - t_start, floor)
     return search.run_dir
 
 
@@ -73,7 +77,7 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -> t
     settings = SearchSettings(CmaesSettings(popsize=s.num_envs, max_iter=s.max_iter, sigma0=s.sigma, seed=s.seed,
                                             x0=tuple(x0)),
                               refine_iter=s.refine_iter, delay_neighbours=s.refine_delay_neighbours,
-                              save_interval=args.output.save_interval, quiet=args.output.quiet)
+                              save_interval=args.output.save_interval, quiet=args.output.quiet, strategy=s.strategy)
     if args.output.resume:
         run_dir = Path(args.output.resume)
         search = Search.resumed(problem, settings, run_dir, log)
@@ -108,7 +112,7 @@ def _refuse_diverged(result: FitResult, run_dir: Path) -> None:
 
 
 def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, search: Search,
-                         log: Callable[[str], None], wall_s_so_far: float) -> None:
+                         log: Callable[[str], None], wall_s_so_far: float, floor=None) -> None:
     """Stage 4: fit and held-out runs, nominal vs fitted, in one backend call; plots and report.md."""
     t0 = time.perf_counter()
     run_dir = search.run_dir
@@ -118,8 +122,9 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
     fit_ev, held_ev = ev.split(len(problem.runs))
     log(ev.table(result.space.joint_names))
     ages = [float(args.runs.state_age_ms or 0) if not r.is_1khz else 0.0 for r in all_runs]
-    result.adequacy = assess(all_runs, ev.rollouts, len(problem.runs), problem.robot, args.output.noise_floor_mrad,
-                             age_max_ms=ages)
+    if floor is None and args.replay.replay == "torque":  # the drift of the windows' start states, not white noise
+        floor = shooting_floor(problem.runs, ev.rollouts[: len(problem.runs)], problem.backend.windows_of(problem.runs))
+    result.adequacy = assess(all_runs, ev.rollouts, len(problem.runs), problem.robot, floor, age_max_ms=ages)
     result.write(run_dir)
     log(f"model adequacy: {result.adequacy.verdict}")
     for m in result.adequacy.messages:
@@ -130,7 +135,7 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
     pngs: list[Path] = []
     if args.output.plots:
         pngs.append(plot_convergence(search.cmaes.state.history, result.run_names, run_dir / "convergence.png"))
-        pngs += plot_evaluation(run_dir, all_runs, ev, result.space.joint_names)
+        pngs += plot_evaluation(run_dir, all_runs, ev, result.space.joint_names, _windows(problem, all_runs))
     sections = fit_sections(result, fit_ev, held_ev, wall_s_so_far + time.perf_counter() - t0, _context(args, problem))
     report = write_report(run_dir, sections, pngs)
     if args.output.plots:
@@ -142,14 +147,26 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
         log(f"report: {report}")
 
 
+def _windows(problem: FitProblem, runs: list) -> list | None:
+    """The shooting windows of each run for the plots (torque runs), or None."""
+    win_of = getattr(problem.backend, "windows_of", None)
+    return win_of(runs) if callable(win_of) and any(r.meta.controller == "torque" for r in runs) else None
+
+
 def _context(args: FitArgs, problem: FitProblem) -> list[str]:
     """Report lines about how the runs were replayed (what the log does not record)."""
     out = [f"robot: `{problem.robot.name}` ({problem.robot.n_dof} joints); EE frame used: {problem.robot.ee_frame} "
            "(config.json: args.replay.ee_offset)"]
+    r = args.replay
+    if r.replay == "torque":
+        out.append(f"torque replay (--replay torque): `{r.torque_signal}`"
+                   + (f" x drive gains {list(r.drive_gains)} N m/A" if r.torque_signal == "current" else "")
+                   + f", gravity {'included' if r.torque_includes_gravity else 'excluded'}; shooting windows of "
+                   f"{r.window_s:g} s from the measured q, qd; per-joint RMS below = window RMS (docs/replay.md)")
     slow = [r.name for r in problem.all_runs if not r.is_1khz]
     if slow:
         out.append(f"state age of rows below 1 kHz ({', '.join(slow)}): 0..{args.runs.state_age_ms} ms, uniform "
-                   "(--state_age_ms)")
+                   "(--state_age_ms or the sidecars' state_age)")
     return out
 
 
@@ -168,7 +185,8 @@ def _eval_only(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -
     write_eval_outputs(out, problem.all_runs, ev)
     joint_names = problem.space.joint_names
     log(ev.table(joint_names))
-    pngs = plot_evaluation(out, problem.all_runs, ev, joint_names) if args.output.plots else []
+    pngs = plot_evaluation(out, problem.all_runs, ev, joint_names, _windows(problem, problem.all_runs)) \
+        if args.output.plots else []
     report = eval_report(out, ev, joint_names, pngs)
     log(f"wrote {out / 'eval_result.json'} and eval_rollout_<run>.csv; report: {report}")
     return out

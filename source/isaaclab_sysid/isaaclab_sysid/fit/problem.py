@@ -24,6 +24,8 @@ from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
 from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
 from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit import torque_replay
+from isaaclab_sysid.fit.state_age_source import resolve_state_age
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.sim.interface import ReplayBackend, ReplayOptions
 from isaaclab_sysid.sim.state_age import StateAgeBackend, StateAgeModel
@@ -97,6 +99,7 @@ def check_args(args: FitArgs) -> None:
     for g in ("dynamic_ratio", "stribeck_velocity"):
         if g in groups and "mu_static" not in groups:
             raise FitError(f"--fit_groups: {g} needs mu_static (the static-friction group: Coulomb = dynamic_ratio x mu_static)")
+    torque_replay.check_torque_args(args)
 
 
 def read_runs(csvs: Sequence[str], sidecars: Sequence[str], what: str = "--real_csv", admit_abort: bool = False) -> list[Run]:
@@ -178,7 +181,8 @@ def build_backend(args: FitArgs, robot: Robot, log: Callable[[str], None] = prin
     """The replay backend of ``--backend`` for ``robot``, in this process or on Ray workers (``--cluster``)."""
     r = args.replay
     options = ReplayOptions(warmup_ticks=r.warmup_ticks, torque_clamp=r.torque_clamp, slew_limit=r.slew_limit,
-                            stribeck_velocity=args.params.stribeck_velocity)
+                            stribeck_velocity=args.params.stribeck_velocity,
+                            window_ticks=torque_replay.window_ticks(args))
     # the isaaclab backend sizes its delay buffer to the delay bounds
     kw = {"max_delay": max(4, int(max(args.params.delay_bounds)))} if r.backend == "isaaclab" else {"substeps": r.substeps}
     try:
@@ -194,6 +198,8 @@ def build_backend(args: FitArgs, robot: Robot, log: Callable[[str], None] = prin
 def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProblem:
     """Check the options, read the runs, build robot, space and backend (see module docstring)."""
     check_args(args)
+    if args.replay.replay == "torque":
+        return _torque_problem(args, log)
     ab = args.replay.admit_aborted
     runs = read_runs(args.runs.real_csv, args.runs.real_sidecar, "--real_csv", ab)
     heldout = read_runs(args.runs.heldout_csv, args.runs.heldout_sidecar, "--heldout_csv", ab) if args.runs.heldout_csv else []
@@ -204,21 +210,36 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
     robot = build_robot(args, runs + heldout)
     runs, heldout, robot = resolve_replay_facts(args, runs, heldout, robot, log)  # law, EE point, limits
     space = build_space(args, robot.joint_names)
-    slow = [r for r in runs + heldout if not r.is_1khz]
-    if slow and args.runs.state_age_ms is None:
-        rates = ", ".join(f"{r.name} ({r.meta.log_rate_hz:g} Hz)" for r in slow)
-        raise FitError(f"{rates}: logged below 1 kHz, so each row's state has an age the log does not record; give "
-                       "--state_age_ms N (0..N ms, uniform: 10 for the Franka tooling's 100 Hz state stream, 0 for fresh "
-                       "states) or record at 1 kHz (docs/fit.md)")
-    if slow and args.runs.state_age_ms:
-        log(f"state age: rows of {', '.join(r.name for r in slow)} are scored at their expected state age "
-            f"(0..{args.runs.state_age_ms} ms, uniform)")
+    # the flag, else the sidecars' state_age, else refused (one line); kept in args for the backend, verdict, config.json
+    args.runs.state_age_ms = resolve_state_age(args.runs.state_age_ms, runs + heldout, log)
+    backend = _checked_backend(args, robot, space)
+    return FitProblem(runs, heldout, robot, space, backend, LossWeights(args.loss.w_q, args.loss.w_dq, args.loss.w_x), tw)
+
+
+def _checked_backend(args: FitArgs, robot: Robot, space: ParamSpace) -> ReplayBackend:
     backend = build_backend(args, robot)
     bad = [g for g in space.group_names if g not in backend.supported_groups]
     if bad:
         raise FitError(f"backend '{args.replay.backend}' cannot represent parameter group(s) {', '.join(bad)} "
                        f"(supported: {', '.join(sorted(backend.supported_groups))})")
-    return FitProblem(runs, heldout, robot, space, backend, LossWeights(args.loss.w_q, args.loss.w_dq, args.loss.w_x), tw)
+    return backend
+
+
+def _torque_problem(args: FitArgs, log: Callable[[str], None]) -> FitProblem:
+    """``--replay torque``: torque runs, windows and memory checked, then robot, space and backend."""
+    runs = torque_replay.read_torque_runs(args, args.runs.real_csv, args.runs.real_sidecar, "--real_csv")
+    heldout = (torque_replay.read_torque_runs(args, args.runs.heldout_csv, args.runs.heldout_sidecar, "--heldout_csv")
+               if args.runs.heldout_csv else [])
+    clash = {r.name for r in runs} & {r.name for r in heldout}
+    if clash:
+        raise FitError(f"run(s) {', '.join(sorted(clash))} given both as fit and held-out runs")
+    tw = parse_traj_weights(args.runs.traj_weights, len(runs))
+    robot = build_robot(args, runs + heldout)
+    space = build_space(args, robot.joint_names)
+    torque_replay.check_batch_memory(args, runs + heldout, robot.n_dof, space.dim)
+    torque_replay.describe(args, runs + heldout, robot, log)
+    backend = _checked_backend(args, robot, space)
+    return FitProblem(runs, heldout, robot, space, backend, LossWeights(args.loss.w_q, args.loss.w_dq, 0.0), tw)
 
 
 def start_point(spec: str, space: ParamSpace) -> np.ndarray:

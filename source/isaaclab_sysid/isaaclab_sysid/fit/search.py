@@ -4,18 +4,29 @@ Both optimizers report into one :class:`~isaaclab_sysid.fit.best.BestSoFar`; the
 :class:`~isaaclab_sysid.fit.state.FitState` (each stage's state plus that record)
 is checkpointed after every generation that ``save_interval`` selects and after
 every refinement iteration, so ``--resume`` repeats an interrupted fit exactly.
+
+Two strategies (``SearchSettings.strategy``, ``--strategy``):
+
+* ``cmaes`` (default): CMA-ES generations, then the refinement over the delays.
+* ``fast``: the refinement straight from the start and the ``low`` start with the delay
+  profiled (:mod:`~isaaclab_sysid.fit.fast_path`); CMA-ES and a second refinement run only
+  when the fast path's own evidence says it is stuck (residual above the white noise,
+  held-out error above the fit error, disagreeing starts).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
 from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.checkpoint import latest_state, save_checkpoint
+from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.fit.fast_path import FastFitState, FastPath, FastPathSettings, evidence_line
 from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings, GenerationRecord
 from isaaclab_sysid.fit.param_space import BoundHit
 from isaaclab_sysid.fit.outputs import write_progress
@@ -35,6 +46,9 @@ class SearchSettings:
         delay_neighbours: delays refined beside the best one, d-k..d+k (None = every delay in the bounds).
         save_interval: checkpoint every this many generations (and at the end).
         quiet: no per-generation progress line.
+        strategy: ``cmaes`` (CMA-ES, then the refinement) or ``fast`` (the refinement from the start with the
+            delay profiled, CMA-ES only when stuck; :mod:`~isaaclab_sysid.fit.fast_path`).
+        fast: the fast path's stuck thresholds (its iterations and delays are ``refine_iter`` and ``delay_neighbours``).
     """
 
     cmaes: CmaesSettings
@@ -42,6 +56,8 @@ class SearchSettings:
     delay_neighbours: int | None = None
     save_interval: int = 5
     quiet: bool = False
+    strategy: Literal["cmaes", "fast"] = "cmaes"
+    fast: FastPathSettings | None = None
 
 
 def progress_line(rec: GenerationRecord, max_iter: int, run_names: list[str], hits: list[BoundHit] = ()) -> str:
@@ -77,9 +93,23 @@ class Search:
         best = state.best if state is not None else BestSoFar()
         objective = p.objective()
         self.cmaes = CmaesFit(objective, settings.cmaes, state=None if state is None else state.cmaes, best=best)
-        self.state = FitState(self.cmaes.state, best, None if state is None else state.refine)
         self.refiner = LMRefiner(objective, RefineSettings(max_iter=settings.refine_iter,
                                                            delay_neighbours=settings.delay_neighbours), best=best)
+        if settings.strategy not in ("cmaes", "fast"):
+            raise FitError(f"--strategy {settings.strategy}: expected cmaes or fast")
+        self.fast: FastPath | None = None
+        if settings.strategy == "fast":
+            if settings.refine_iter < 1:
+                raise FitError("--strategy fast needs --refine_iter >= 1 (the fast path is the refinement)")
+            if state is not None and not isinstance(state, FastFitState):
+                raise FitError(f"{run_dir}: its checkpoints are of a --strategy cmaes fit; resume it with that strategy")
+            fs = replace(settings.fast or FastPathSettings(), refine_iter=settings.refine_iter,
+                         delay_neighbours=settings.delay_neighbours)
+            self.fast = FastPath(objective, fs, best=best, heldout=p.heldout)
+            self.state: FitState = FastFitState(self.cmaes.state, best, None if state is None else state.refine,
+                                                **({} if state is None else {"fast": state.fast}))
+        else:
+            self.state = FitState(self.cmaes.state, best, None if state is None else state.refine)
 
     @classmethod
     def resumed(cls, problem: FitProblem, settings: SearchSettings, run_dir: Path, log: Callable[[str], None] = print,
@@ -90,9 +120,21 @@ class Search:
         return cls(problem, settings, run_dir, state, log, **kw)
 
     def result(self) -> FitResult:
-        """The fit result so far."""
+        """The fit result so far (a fast path that did not fall back has no CMA-ES search distribution)."""
+        if self._fast_only():
+            fast = self.state.fast.refine
+            return replace(self.cmaes.result(None if fast is None else fast.summary()), search=None)
         refine = self.state.refine
         return self.cmaes.result(None if refine is None else refine.summary())
+
+    def _fast_only(self) -> bool:
+        """The fast strategy before (or without) its CMA-ES fallback."""
+        return isinstance(self.state, FastFitState) and not self.state.fast.fell_back
+
+    @property
+    def fell_back(self) -> bool:
+        """The fast strategy's evidence sent it to CMA-ES (always False for ``cmaes``)."""
+        return isinstance(self.state, FastFitState) and self.state.fast.fell_back
 
     def checkpoint(self) -> Path:
         return save_checkpoint(self.state, self.result(), self.run_dir)
@@ -113,13 +155,34 @@ class Search:
         self.checkpoint()
 
     def run(self, x0_extra: np.ndarray | None = None) -> FitResult:
-        """Run (or finish) both stages; ``x0_extra`` is a second refinement start (the CMA-ES start point)."""
+        """Run (or finish) the strategy's stages; ``x0_extra`` is a second refinement start (the CMA-ES start point)."""
+        extra = [] if x0_extra is None else [np.asarray(x0_extra, dtype=float)]
+        if self.fast is not None:
+            if not self._run_fast():
+                return self.result()
+            extra.append(self.state.fast.refine.best().x.copy())  # the fallback can only improve on the fast optimum
         self.cmaes.run(self._generation)
         if self.settings.refine_iter > 0:
             if self.state.refine is None:
-                extra = [] if x0_extra is None else [x0_extra]
                 self.state.refine = self.refiner.start(self.state.best.x, extra_starts=extra)
                 self.checkpoint()
             self.refiner.run(self.state.refine, self._refinement)
         write_progress(self.run_dir, self.cmaes.state.history, self.cmaes.run_names)
         return self.result()
+
+    def _run_fast(self) -> bool:
+        """The fast path (started at the CMA-ES start point and the ``low`` start); returns whether it fell back."""
+        fs = self.state.fast
+        if fs.refine is None:
+            c = self.settings.cmaes
+            x0 = np.full(self.problem.space.dim, 0.5) if c.x0 is None else np.asarray(c.x0, dtype=float)
+            started = self.fast.start(x0, extra_starts=[self.problem.space.low_start()])
+            fs.refine, fs.n_starts = started.refine, started.n_starts
+            self.checkpoint()
+        had_verdict = fs.evidence is not None
+        self.fast.run(fs, self._refinement)
+        if not had_verdict:
+            if not self.settings.quiet:
+                self.log(evidence_line(fs.evidence))
+            self.checkpoint()
+        return fs.fell_back

@@ -24,6 +24,13 @@ entry, one-sided at a bound) and every integer delay within the bounds. From it:
 * ``neff``: the naive one inflated by the integrated autocorrelation time
   (reported for comparison).
 
+For a torque run replayed in shooting windows (``--replay torque``) the meat of that
+run is the cluster-robust one instead: the sum over windows of (sum of g_t in the
+window)(...)^T, times W / (W - 1). Each window starts from a measured state whose
+noise offsets the whole window, so its residuals are correlated over the window's
+length and independent between windows (a Bartlett kernel at the autocorrelation
+time under-counts that correlation).
+
 The pseudo-inverse uses a rank tolerance on the eigenvalues of J^T J in the
 normalized space; an entry with weight in the null space gets an unbounded
 interval and a warning. The delay's interval is the set of integer delays
@@ -64,6 +71,8 @@ class Sensitivity:
             (continuous entries at the optimum). Empty when the delay is not fitted.
         delay0: the fitted delay (None when not fitted).
         run_names; n_candidates: candidates in the batch; fd_notes: per entry, one-sided/diverged notes.
+        windows: per run, the (W, 2) [start, stop) sample ranges of its shooting windows (torque runs),
+            or None (a controller run: one trajectory).
     """
 
     space: ParamSpace
@@ -80,6 +89,7 @@ class Sensitivity:
     n_candidates: int = 0
     fd_notes: dict[int, str] = field(default_factory=dict)
     step: float = 1e-3
+    windows: list[np.ndarray | None] = field(default_factory=list)
 
     @property
     def ssr(self) -> float:
@@ -138,10 +148,15 @@ def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, 
         notes.update(n)
     r_delay = {d: [r[j] for r in R] for d, j in delay_idx.items() if not div[j]}
     labels = space.labels()
+    torque = [getattr(getattr(r, "meta", None), "controller", None) == "torque" for r in runs]
+    win_of = getattr(objective.backend, "windows_of", None)
+    windows = [None] * len(runs)
+    if any(torque) and callable(win_of):  # a torque run's shooting windows: the sandwich's clusters
+        windows = [w if t else None for t, w in zip(torque, win_of(runs))]
     return Sensitivity(
         space=space, x0=x0, value=space.decoded_vector(x0), cont=cont, labels=[labels[i] for i in cont],
         r=[r[0] for r in R], J=Js, run_names=[r.name for r in runs], delays=[d for d in delays if d in r_delay],
-        r_delay=r_delay, delay0=delay0, n_candidates=len(Xa), fd_notes=notes, step=step,
+        r_delay=r_delay, delay0=delay0, n_candidates=len(Xa), fd_notes=notes, step=step, windows=windows,
     )
 
 
@@ -181,6 +196,22 @@ def hac_meat(scores: Sequence[np.ndarray], bandwidth: int) -> np.ndarray:
             w = 1.0 - lag / (bandwidth + 1.0)
             G = g[lag:].T @ g[:-lag]
             M += w * (G + G.T)
+    return M
+
+
+def cluster_meat(g: np.ndarray, windows: np.ndarray) -> np.ndarray:
+    """Cluster-robust meat of one run's (T, p) score contributions over its (W, 2) windows (W / (W - 1) corrected)."""
+    S = np.stack([g[a:b].sum(axis=0) for a, b in windows])
+    w = S.shape[0]
+    return (w / max(w - 1, 1)) * (S.T @ S)
+
+
+def run_meats(sens: "Sensitivity", bandwidth: int) -> np.ndarray:
+    """The sandwich's meat summed over runs: window clusters for a torque run, Newey-West otherwise."""
+    wins = sens.windows or [None] * len(sens.r)
+    M = np.zeros((len(sens.cont), len(sens.cont)))
+    for g, w in zip(sens.scores(), wins):
+        M += cluster_meat(g, w) if w is not None and len(w) > 1 else hac_meat([g], bandwidth)
     return M
 
 
@@ -244,7 +275,7 @@ def curvature_intervals(
     L = int(bandwidth if bandwidth is not None else min(max(1, math.ceil(2 * tau)), max(1, Tmin // 4)))
     cov_naive = s2 * pi.Hinv
     cov_neff = tau * cov_naive
-    meat = hac_meat(sens.scores(), L)
+    meat = run_meats(sens, L)
     cov_hac = pi.Hinv @ meat @ pi.Hinv
     covs = {"naive": cov_naive, "neff": cov_neff, "hac": cov_hac}
     if mode not in covs:

@@ -37,6 +37,8 @@ class ReplayOptions:
             non-finite) is flagged as diverged.
         stribeck_velocity: Stribeck velocity vs [rad/s] of the static-friction group
             (``mu_static``/``dynamic_ratio``: friction Fc + (Fs - Fc) exp(-(v/vs)^2)).
+        window_ticks: multiple-shooting window of torque runs (``controller = "torque"``) [ticks of
+            1 ms]; each window restarts from the measured state (sim/shooting.py). None: one window.
     """
 
     warmup_ticks: int = 50
@@ -45,6 +47,7 @@ class ReplayOptions:
     slew_limit: bool = False
     max_joint_velocity: float = 50.0
     stribeck_velocity: float = 0.05
+    window_ticks: int | None = None
 
 
 @dataclass

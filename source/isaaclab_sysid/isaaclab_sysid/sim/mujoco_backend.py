@@ -34,6 +34,7 @@ from isaaclab_sysid.sim.interface import (
     replay_gravity,
 )
 from isaaclab_sysid.sim.schedule import CONTROLLER_IDS, RunSchedule, schedule_of
+from isaaclab_sysid.sim.shooting import run_windows, shooting_windows
 from isaaclab_sysid.timebase import TICK_S
 
 GRAVITY = 9.81
@@ -114,6 +115,8 @@ class MujocoBackend:
             raise ValueError("chunk_size and substeps must be >= 1")
         if self.options.warmup_ticks < 0:
             raise ValueError("warmup_ticks must be >= 0")
+        if self.options.window_ticks is not None and self.options.window_ticks < 1:
+            raise ValueError("window_ticks must be >= 1 (or None: one window)")
         self._lib = native_lib.load()
         self._model = robot.build_mujoco(nominal, gravity=False)
         m = self._model
@@ -227,6 +230,8 @@ class MujocoBackend:
         dists: list[np.ndarray | None] = []
         for i, s in enumerate(scheds):
             w = None if disturbance is None else disturbance[i]
+            if w is not None and s.controller == "torque":
+                raise ValueError(f"run '{s.name}' is a torque run: a disturbance applies to controller runs only")
             if w is not None:
                 w = np.ascontiguousarray(w, dtype=np.float64)
                 need = self.options.warmup_ticks + s.last_tick
@@ -234,29 +239,46 @@ class MujocoBackend:
                     raise ValueError(f"disturbance for run '{s.name}' must be ({need}, {n})")
             dists.append(w)
 
-        jobs = [(p, r) for p in range(p_count) for r in range(len(scheds))]
+        # a torque run is cut into shooting windows (sim/shooting.py); every window of every candidate is one job
+        windows = [shooting_windows(s.sample_ticks, self.options.window_ticks) if s.controller == "torque"
+                   else np.array([[0, s.n_samples]], dtype=np.int64) for s in scheds]
+        jobs = [(p, r, int(a), int(b)) for p in range(p_count) for r in range(len(scheds)) for a, b in windows[r]]
         pool = self._executor()
         for start in range(0, p_count, self.chunk_size):
-            chunk = [(p, r) for (p, r) in jobs if start <= p < start + self.chunk_size]
-            futures = [pool.submit(self._run_job, scheds[r], dists[r], params, p, outs[r]) for (p, r) in chunk]
+            chunk = [j for j in jobs if start <= j[0] < start + self.chunk_size]
+            futures = [pool.submit(self._run_job, scheds[r], dists[r], params, p, outs[r], (a, b)) for (p, r, a, b) in chunk]
             for f in futures:
                 f.result()
         return outs
 
-    def _run_job(self, s: RunSchedule, dist: np.ndarray | None, params: dict, p: int, out: RunRollout) -> None:
+    def windows_of(self, runs: Sequence[Run]) -> list[np.ndarray]:
+        """The shooting windows (W, 2) [start, stop) sample indices of each run (one window for a controller run)."""
+        return run_windows(runs, self.options.window_ticks)
+
+    def _run_job(self, s: RunSchedule, dist: np.ndarray | None, params: dict, p: int, out: RunRollout,
+                 window: tuple[int, int]) -> None:
         model, data = self._worker()
         law = s.law
         gravity = self.gravity_for(s)
         keep = []  # keep every array referenced by the job alive until the call returns
+        a, b = window  # the samples this job replays (a torque run's shooting window; else every sample)
         job = native_lib.ReplayJob()
         job.warmup = self.options.warmup_ticks
         job.n_setpoints = s.sp_ticks.shape[0]
         job.sp_dim = s.sp_values.shape[1]
-        job.n_samples = s.n_samples
+        job.n_samples = b - a
         job.sp_tick = _iptr(s.sp_ticks)
         job.sp_val = _ptr(s.sp_values)
-        job.sample_tick = _iptr(s.sample_ticks)
+        job.sample_tick = _iptr(s.sample_ticks[a:b])
         job.controller = CONTROLLER_IDS[s.controller]
+        if s.controller == "torque":
+            q0, qd0 = s.q_meas[a], s.dq_meas[a]
+            keep += [q0, qd0]
+            job.q_init, job.qd_init = _ptr(q0), _ptr(qd0)
+            job.torque_ff = _ptr(s.torque)
+            job.n_torque = s.torque.shape[0]
+        else:
+            job.q_init = _ptr(s.q_init)
         job.site_id = self._site
         job.coriolis = int(bool(law.coriolis_compensation))
         if law.orientation_error not in ORIENTATION_MODES:
@@ -292,13 +314,12 @@ class MujocoBackend:
             job.stribeck_vel = _ptr(self._stribeck[1])
         job.gravity = GRAVITY if gravity else 0.0
         job.max_qvel = float(self.options.max_joint_velocity)
-        job.q_init = _ptr(s.q_init)
-        job.out_q = _ptr(out.q[p])
-        job.out_dq = _ptr(out.dq[p])
-        job.out_pos = _ptr(out.ee_pos[p])
-        job.out_quat = _ptr(out.ee_quat[p])
-        job.out_tau = _ptr(out.tau[p])
-        job.out_tau_cmd = _ptr(out.extra["tau_cmd"][p]) if "tau_cmd" in out.extra else None
+        job.out_q = _ptr(out.q[p, a:b])
+        job.out_dq = _ptr(out.dq[p, a:b])
+        job.out_pos = _ptr(out.ee_pos[p, a:b])
+        job.out_quat = _ptr(out.ee_quat[p, a:b])
+        job.out_tau = _ptr(out.tau[p, a:b])
+        job.out_tau_cmd = _ptr(out.extra["tau_cmd"][p, a:b]) if "tau_cmd" in out.extra else None
         rc = self._lib.sysid_replay(ctypes.c_void_p(model._address), ctypes.c_void_p(data._address), ctypes.byref(job))
         if rc < 0:
             raise RuntimeError(f"native replay refused run '{s.name}' (code {rc})")

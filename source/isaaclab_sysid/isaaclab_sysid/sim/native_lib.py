@@ -22,7 +22,7 @@ from pathlib import Path
 import mujoco
 
 SOURCE = Path(__file__).parent / "native" / "replay.c"
-ABI_VERSION = 4
+ABI_VERSION = 5
 CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c99", "-fno-fast-math")
 
 _P = ctypes.c_void_p
@@ -71,6 +71,9 @@ class ReplayJob(ctypes.Structure):
         ("gravity", ctypes.c_double),
         ("max_qvel", ctypes.c_double),
         ("q_init", _D),
+        ("qd_init", _D),
+        ("torque_ff", _D),
+        ("n_torque", ctypes.c_int64),
         ("out_q", _D),
         ("out_dq", _D),
         ("out_pos", _D),

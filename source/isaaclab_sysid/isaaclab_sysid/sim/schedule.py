@@ -4,6 +4,10 @@ Tick 0 is the run's first row; the warm-up occupies ticks ``-warmup .. -1`` and
 holds the first setpoint. A 50 Hz log's setpoint k takes effect at tick 20 k and
 is held for 20 ticks; a 1 kHz log's setpoints take effect at their stamped tick.
 The state of row i is sampled at ``sample_ticks[i]`` (before that tick's step).
+
+A torque run (``controller = "torque"``, :mod:`isaaclab_sysid.data.torque_runs`) has no
+setpoints: its schedule carries the measured torque on every tick and the measured
+states that start its shooting windows (:mod:`isaaclab_sysid.sim.shooting`).
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from isaaclab_sysid.data.run import ImpedanceLaw, Run
+from isaaclab_sysid.sim.shooting import torque_per_tick
 
-CONTROLLER_IDS = {"joint_pd": 0, "task_impedance": 1}
+CONTROLLER_IDS = {"joint_pd": 0, "task_impedance": 1, "torque": 2}
 #: The orientation-error forms the backends compute: ``"quat"`` = 2 vec(q_des q^-1), ``"rotvec"``.
 BACKEND_ORIENTATION = {"quat_2vec": "quat", "rotvec": "rotvec"}
 
@@ -53,7 +58,9 @@ class RunSchedule:
             ``orientation_error`` ``"quat"`` = 2 vec(q_des q^-1) or ``"rotvec"``).
         q_init: (N,) start posture.
         q_rest: (N,) null-space rest posture.
-        gravity_compensated: the real arm compensated gravity.
+        gravity_compensated: the real arm compensated gravity (a torque run: its torque excludes gravity).
+        torque: torque runs: (last_tick + 1, N) measured torque on every tick [N m]; else None.
+        q_meas, dq_meas: torque runs: (T, N) measured states (the windows' start states); else None.
     """
 
     name: str
@@ -67,6 +74,9 @@ class RunSchedule:
     q_init: np.ndarray
     q_rest: np.ndarray
     gravity_compensated: bool
+    torque: np.ndarray | None = None
+    q_meas: np.ndarray | None = None
+    dq_meas: np.ndarray | None = None
 
     @property
     def last_tick(self) -> int:
@@ -88,6 +98,8 @@ def schedule_of(run: Run, n_dof: int) -> RunSchedule:
         raise ValueError(f"run '{run.name}': unknown controller '{meta.controller}'")
     if run.n_dof != n_dof:
         raise ValueError(f"run '{run.name}' has {run.n_dof} joints, the robot {n_dof}")
+    if meta.controller == "torque":
+        return _torque_schedule(run)
     sp_ticks, sp_values = run.setpoints()
     sp_ticks = _c(sp_ticks, np.int64).copy()
     if sp_ticks.size == 0:
@@ -129,4 +141,32 @@ def schedule_of(run: Run, n_dof: int) -> RunSchedule:
         q_init=q_init,
         q_rest=q_rest,
         gravity_compensated=bool(meta.gravity_compensated),
+    )
+
+
+def _torque_schedule(run: Run) -> RunSchedule:
+    """The schedule of a torque run: the measured torque per tick and the measured states."""
+    sample_ticks = _c(run.sample_ticks(), np.int64)
+    if sample_ticks[0] != 0 or np.any(np.diff(sample_ticks) <= 0):
+        raise ValueError(f"run '{run.name}': sample ticks must start at 0 and increase strictly")
+    tau = _c(run.tau)
+    if not np.all(np.isfinite(tau)):
+        raise ValueError(f"run '{run.name}': a torque run needs a finite torque in every row")
+    n = run.n_dof
+    empty = np.zeros(0)
+    return RunSchedule(
+        name=run.name,
+        controller="torque",
+        sp_ticks=np.zeros(0, dtype=np.int64),
+        sp_values=np.zeros((0, n)),
+        sample_ticks=sample_ticks,
+        kp=empty,
+        kd=empty,
+        law=ImpedanceLaw(),
+        q_init=_c(run.q[0]),
+        q_rest=_c(run.q[0]),
+        gravity_compensated=bool(run.meta.gravity_compensated),
+        torque=torque_per_tick(sample_ticks, tau),
+        q_meas=_c(run.q),
+        dq_meas=_c(run.dq),
     )

@@ -240,7 +240,7 @@ def _check_finite(s: Streams) -> None:
             raise _err(s, i, names[j] if j < len(names) else sig, f"non-finite value {arr[i, j]}")
 
 
-def _fk(robot, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def ee_poses(robot, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(T, 3) EE positions and (T, 4) xyzw orientations (w >= 0) at the robot's EE point."""
     import pinocchio as pin
 
@@ -350,7 +350,7 @@ def assemble_runs(s: Streams, spec: ImportSpec, robot, fmt: str, rate_hz: float 
 
 def _make_run(name: str, t: np.ndarray, a: Mapping[str, np.ndarray | None], spec: ImportSpec, robot, rate: float) -> Run:
     q = np.ascontiguousarray(a["q"])
-    pos, quat = _fk(robot, q)
+    pos, quat = ee_poses(robot, q)
     targets = np.asarray(a["targets"], dtype=float)
     task = spec.controller == "task_impedance"
     tau = np.ascontiguousarray(a["tau"])

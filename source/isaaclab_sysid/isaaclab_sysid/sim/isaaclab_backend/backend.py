@@ -221,6 +221,10 @@ class IsaacLabBackend:
                 Coulomb friction only and ignores a dynamic friction coefficient).
         """
         check_supported(batch, self.supported_groups, self.name)
+        torque = [r.name for r in runs if r.meta.controller == "torque"]
+        if torque:
+            raise UnsupportedParameterError(f"backend '{self.name}' replays controller runs only; the torque run(s) "
+                                            f"{', '.join(torque)} (--replay torque) need --backend mujoco")
         params = self._params(batch)
         p_count = batch.size
         scheds = [schedule_of(r, self.n_dof) for r in runs]

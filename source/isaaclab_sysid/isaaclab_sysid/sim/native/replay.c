@@ -9,6 +9,11 @@
  * current state and the zero-order-held setpoint, actuator delay, slew limit,
  * clamp, then integrate (mj_step2, plus plain substeps for a finer integrator).
  *
+ * The torque "controller" replays a measured torque instead (one shooting
+ * window of a torque-driven replay): it starts at the window's first sample
+ * tick from (q_init, qd_init), without warm-up, and applies the per-tick torque
+ * torque_ff[k - delay] (held at its first/last row outside the array).
+ *
  * Python calls it through ctypes (the GIL is released), one thread per core.
  * The struct layout is mirrored in sim/native_lib.py: change both together.
  */
@@ -18,9 +23,10 @@
 #include <string.h>
 #include <mujoco/mujoco.h>
 
-#define SYSID_ABI_VERSION 4
+#define SYSID_ABI_VERSION 5
 #define CTRL_JOINT_PD 0
 #define CTRL_TASK_IMPEDANCE 1
+#define CTRL_TORQUE 2
 #define MAXV 64
 
 typedef struct {
@@ -61,6 +67,9 @@ typedef struct {
   double gravity;              /* gravity magnitude along -z [m/s^2] (0 = gravity-free) */
   double max_qvel;             /* divergence threshold [rad/s] */
   const double* q_init;        /* (N,) */
+  const double* qd_init;       /* (N,) start velocity, or NULL (= 0) */
+  const double* torque_ff;     /* torque controller: (n_torque, N) torque at ticks 0..n_torque-1 [N m] */
+  int64_t n_torque;
   /* outputs (T, .) */
   double* out_q;               /* (T, N) */
   double* out_dq;              /* (T, N) */
@@ -195,8 +204,10 @@ static void fill_nan(const SysidReplayJob* job, int from, int n) {
 int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
   int nv = m->nv;
   if (nv > MAXV || m->nq != nv) return -1;
-  if (job->n_samples <= 0 || job->n_setpoints <= 0 || job->substeps < 1 || job->delay < 0 || !(job->tick_s > 0)) return -2;
-  if (job->sample_tick[0] < -job->warmup) return -3;
+  const int torque_mode = job->controller == CTRL_TORQUE;
+  if (job->n_samples <= 0 || job->substeps < 1 || job->delay < 0 || !(job->tick_s > 0)) return -2;
+  if (torque_mode ? (job->torque_ff == NULL || job->n_torque <= 0) : job->n_setpoints <= 0) return -2;
+  if (!torque_mode && job->sample_tick[0] < -job->warmup) return -3;
   for (int j = 0; j < nv; j++) {
     m->dof_armature[j] = job->armature[j];
     m->dof_frictionloss[j] = job->friction[j];
@@ -206,9 +217,9 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
   m->opt.timestep = job->tick_s / job->substeps;
   mj_setConst(m, d);
   mj_resetData(m, d);
-  for (int j = 0; j < nv; j++) { d->qpos[j] = job->q_init[j]; d->qvel[j] = 0; }
+  for (int j = 0; j < nv; j++) { d->qpos[j] = job->q_init[j]; d->qvel[j] = job->qd_init ? job->qd_init[j] : 0; }
 
-  const int64_t k0 = -(int64_t)job->warmup;
+  const int64_t k0 = torque_mode ? job->sample_tick[0] : -(int64_t)job->warmup;
   const int64_t k_last = job->sample_tick[job->n_samples - 1];
   const int stribeck = job->fric_static != NULL;
   const int D = job->sp_dim;
@@ -223,8 +234,15 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
     if (stribeck) set_friction(m, job, d);
     mj_step1(m, d);
     /* controller: setpoint active at k (joint_pd: target delayed by d ticks) */
-    sp_cur = active_setpoint(job, k, sp_cur);
-    if (job->controller == CTRL_JOINT_PD) {
+    if (!torque_mode) sp_cur = active_setpoint(job, k, sp_cur);
+    if (torque_mode) {
+      /* the measured torque of tick k (before the delay) and the one acting now (k - delay) */
+      int64_t kc = k < 0 ? 0 : (k >= job->n_torque ? job->n_torque - 1 : k);
+      int64_t ka = k - job->delay;
+      ka = ka < 0 ? 0 : (ka >= job->n_torque ? job->n_torque - 1 : ka);
+      memcpy(tau, job->torque_ff + (size_t)kc * nv, sizeof(double) * nv);
+      memcpy(applied, job->torque_ff + (size_t)ka * nv, sizeof(double) * nv);
+    } else if (job->controller == CTRL_JOINT_PD) {
       int64_t kd = k - job->delay;
       if (kd < k0) kd = k0;
       sp_del = active_setpoint(job, kd, sp_del);
@@ -246,14 +264,15 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
       if (id < 0) id = 0;
       memcpy(applied, cmd_hist + (size_t)(id % hist) * nv, sizeof(double) * nv);
     }
-    if (job->slew) {
+    /* the measured torque is what acted: no slew limit or clamp on it */
+    if (job->slew && !torque_mode) {
       for (int j = 0; j < nv; j++) {
         double lim = job->slew_per_tick[j], dlt = applied[j] - prev[j];
         if (dlt > lim) dlt = lim; else if (dlt < -lim) dlt = -lim;
         applied[j] = prev[j] + dlt;
       }
     }
-    if (job->clamp) {
+    if (job->clamp && !torque_mode) {
       for (int j = 0; j < nv; j++) {
         double lim = job->tau_max[j];
         if (applied[j] > lim) applied[j] = lim; else if (applied[j] < -lim) applied[j] = -lim;

@@ -1,0 +1,57 @@
+"""Real-UR10e torque replay (issue 14): URDF vs rigid-body LS vs the replay fit, window RMS on every validation file.
+
+    python benchmarks/ur10e_torque_replay.py           # full size (3 identification runs, population 24 x 20 + LM 10)
+    python benchmarks/ur10e_torque_replay.py --quick   # the CI size of tests/test_ur10e_torque_replay.py
+
+Prints the per-joint window RMS of q [mrad] and qd [mrad/s] at 0.2 s and 0.5 s windows, pooled over the 11
+validation files, the fitted joint terms beside the LS ones, and the wall times. Needs ../shared/data/ur10e.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from isaaclab_sysid.evaluate.ur10e_torque_study import CI, FULL, run_study
+from isaaclab_sysid.rigid_body.ur10e_data import ur10e_dir
+from isaaclab_sysid.robots import load_robot
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the CI size")
+    ap.add_argument("--work", type=Path, default=None, help="keep the outputs here (default: a temporary folder)")
+    a = ap.parse_args()
+    if not (ur10e_dir() / "validation_data").is_dir():
+        print(f"skipped: no UR10e data at {ur10e_dir()} (set ISAACLAB_SYSID_SHARED)")
+        return 0
+    size = CI if a.quick else FULL
+    work = a.work or Path(tempfile.mkdtemp(prefix="ur10e_torque_"))
+    t0 = time.perf_counter()
+    res = run_study(size, work, log=print)
+    wall = time.perf_counter() - t0
+    joints = load_robot("ur10e").joint_names
+    print(f"\nfit runs: {', '.join(size.fit_runs)}; population {size.num_envs} x {size.max_iter} + LM {size.refine_iter}; "
+          f"fit window {size.fit_window_s:g} s; scored on {len(res.valid_files)} validation files")
+    print(res.table(joints))
+    v = res.fit.values
+    print("\nfitted joint terms (replay fit):")
+    for g in ("armature", "friction", "viscous"):
+        print(f"  {g:9s} " + " ".join(f"{x:.3f}" for x in np.asarray(v[g])))
+    print(f"  delay     {int(v['delay'])} ticks")
+    flagged = [h.describe() for h in res.fit.at_bounds()]
+    print("  at a bound: " + ("; ".join(flagged) if flagged else "none"))
+    for w, by in res.scores.items():
+        a, b, c = by["URDF"], by["LS"], by["replay fit"]
+        print(f"ratios at {w:g} s: replay fit / LS pooled q {c.q_pooled_mrad / b.q_pooled_mrad:.3f}, "
+              f"qd {c.dq_pooled_mrad_s / b.dq_pooled_mrad_s:.3f}; / URDF q {c.q_pooled_mrad / a.q_pooled_mrad:.4f}")
+    print(f"wall {wall:.0f} s (LS, fit, scoring); outputs in {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,161 @@
+"""The real-UR10e proof of the torque replay (issue 14): three models scored window by window on held-out logs.
+
+Models, each replayed by the measured motor current x the authors' drive gains, with gravity:
+
+* (a) ``URDF``: the URDF's nominal inertials, zero armature, friction and damping;
+* (b) ``LS``: the rigid-body least-squares inertials (``nominal_inertials.json``) with its joint
+  terms (armature, Coulomb, viscous; the constant offset has no simulator counterpart);
+* (c) ``replay fit``: (b)'s inertials, joint terms fitted by the torque replay (CMA-ES +
+  refinement) on identification runs, seeded by (b).
+
+Every validation file (never used for identification by the data's authors) is scored at two
+window lengths: per-joint RMS of q [mrad] and qd [mrad/s] (:mod:`~isaaclab_sysid.evaluate.window_scores`).
+``benchmarks/ur10e_torque_replay.py`` runs it at full size; ``tests/test_ur10e_torque_replay.py`` CI-sized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from isaaclab_sysid.data.torque_runs import TorqueSource, read_ur10e_torque_run
+from isaaclab_sysid.evaluate.window_scores import WindowScore, window_scores
+from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.fit.pipeline import run_fit
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.rigid_body.ur10e_data import list_runs, load_published_parameters, ur10e_dir
+from isaaclab_sysid.robots import Robot, load_robot
+from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
+from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
+from isaaclab_sysid.timebase import TICK_HZ
+
+MODELS = ("URDF", "LS", "replay fit")
+#: search bounds wide enough for the UR10e's joint terms (LS: armature up to ~5.4 kg m^2, Coulomb ~14 N m, viscous ~20)
+BOUNDS = {"armature_bounds": (0.0, 12.0), "friction_bounds": (0.0, 30.0), "viscous_bounds": (0.0, 40.0),
+          "delay_bounds": (0, 6)}
+
+
+@dataclass(frozen=True)
+class StudySize:
+    """How much of the data and budget a study uses.
+
+    Attributes:
+        fit_runs: identification_data file names the replay fit uses.
+        num_envs, max_iter, refine_iter: the fit's CMA-ES population, generations and LM iterations.
+        fit_window_s: the fit's shooting window [s]; score_windows_s: the window lengths scored [s].
+        rb_audit: poses per seed of the rigid-body audit (uniform, dense).
+    """
+
+    fit_runs: tuple[str, ...]
+    num_envs: int
+    max_iter: int
+    refine_iter: int
+    fit_window_s: float = 0.5
+    score_windows_s: tuple[float, ...] = (0.2, 0.5)
+    rb_audit: tuple[int, int] = (20000, 10000)
+
+
+CI = StudySize(fit_runs=("ur-20_02_06-20sec_5harm.csv",), num_envs=12, max_iter=4, refine_iter=4, rb_audit=(300, 200))
+FULL = StudySize(fit_runs=("ur-20_02_06-20sec_5harm.csv", "ur-20_02_05-20sec_8harm.csv", "ur-20_02_06-20sec_10harm.csv"),
+                 num_envs=24, max_iter=20, refine_iter=10)
+
+
+@dataclass
+class StudyResult:
+    """Scores per window length and model, with what produced them.
+
+    Attributes:
+        scores: window length [s] -> model name -> :class:`WindowScore` (pooled over the validation files).
+        fit: the replay fit's result; fit_dir: its output folder; rb_dir: the rigid-body output folder.
+        valid_files: the validation files scored.
+    """
+
+    scores: dict[float, dict[str, WindowScore]]
+    fit: FitResult
+    fit_dir: Path
+    rb_dir: Path
+    valid_files: list[str]
+
+    def table(self, joint_names: Sequence[str]) -> str:
+        """Markdown table: per model and window, per-joint q and qd RMS, pooled, diverged windows."""
+        short = [j.replace("_joint", "") for j in joint_names]
+        lines = [f"| window | model | q RMS [mrad] {' / '.join(short)} | pooled q | qd RMS [mrad/s] | pooled qd | "
+                 "diverged windows |", "|---|---|---|---|---|---|---|"]
+        for w, by_model in self.scores.items():
+            for name, s in by_model.items():
+                lines.append(f"| {w:g} s | {name} | {' '.join(f'{v:.2f}' for v in s.q_rms_mrad)} | {s.q_pooled_mrad:.2f} | "
+                             f"{' '.join(f'{v:.1f}' for v in s.dq_rms_mrad_s)} | {s.dq_pooled_mrad_s:.1f} | "
+                             f"{s.diverged}/{s.windows} |")
+        return "\n".join(lines)
+
+
+def identify_ls(out_dir: Path, audit: tuple[int, int], log: Callable[[str], None]) -> Path:
+    """Rigid-body least squares on the UR10e's unloaded Fourier runs (``scripts/identify_rigid_body.py``'s
+    defaults, the authors' drive gains); returns the folder with rb_params.json and nominal_inertials.json."""
+    from isaaclab_sysid.rigid_body.cli import IdentifyArgs, main_from_args
+
+    args = IdentifyArgs(out=out_dir, audit_uniform=audit[0], audit_dense=audit[1], seeds=(0, 1), no_plots=True)
+    if main_from_args(args) != 0:
+        raise RuntimeError("the UR10e rigid-body identification failed (see its error line above)")
+    log(f"rigid-body LS -> {out_dir}")
+    return out_dir
+
+
+def _ls_joint_terms(rb_dir: Path, robot: Robot) -> dict[str, np.ndarray]:
+    from isaaclab_sysid.rigid_body.fit_seed import joint_terms_from_rb_params
+
+    values, _, _ = joint_terms_from_rb_params(rb_dir / "rb_params.json", robot.joint_names)
+    return {"armature": values["armature"], "friction": values["friction"], "viscous": values["viscous"]}
+
+
+def _fit(size: StudySize, rb_dir: Path, gains: np.ndarray, work: Path, log: Callable[[str], None]) -> Path:
+    from isaaclab_sysid.rigid_body.fit_seed import build_seed, write_seed
+
+    robot = load_robot("ur10e")
+    seed = write_seed(work / "seed.json", build_seed(rb_dir / "rb_params.json", robot.joint_names))
+    ident = ur10e_dir() / "identification_data"
+    args = FitArgs.build(
+        real_csv=[str(ident / f) for f in size.fit_runs], replay="torque", log_format="ur10e", torque_signal="current",
+        torque_includes_gravity=True, drive_gains=tuple(float(k) for k in gains), window_s=size.fit_window_s,
+        nominal=str(rb_dir / "nominal_inertials.json"), x0=str(seed), num_envs=size.num_envs,
+        max_iter=size.max_iter, refine_iter=size.refine_iter, refine_delay_neighbours=1, log_dir=str(work / "fit"),
+        quiet=True, plots=False, seed=0, **BOUNDS,
+    )
+    return run_fit(args, log=log)
+
+
+def run_study(size: StudySize, work: Path, log: Callable[[str], None] = print) -> StudyResult:
+    """LS, the replay fit seeded by it, and the three models scored on every validation file."""
+    from isaaclab_sysid.arm_model import with_body_inertials
+    from isaaclab_sysid.rigid_body.io import load_nominal
+
+    work = Path(work)
+    data = ur10e_dir()
+    gains = load_published_parameters(data / "UR10E_parameters.txt").drive_gains
+    rb_dir = identify_ls(work / "rigid_body", size.rb_audit, log)
+    fit_dir = _fit(size, rb_dir, gains, work, log)
+    fit = FitResult.read(fit_dir / "sysid_best_params.json")
+    urdf = load_robot("ur10e")
+    ls_robot = with_body_inertials(urdf, load_nominal(rb_dir / "nominal_inertials.json"))
+    source = TorqueSource("current", includes_gravity=True, drive_gains=tuple(float(k) for k in gains))
+    valid = list_runs(data / "validation_data")
+    runs = [read_ur10e_torque_run(f, source, urdf) for f in valid]
+    n = urdf.n_dof
+    zero = CandidateBatch(armature=np.zeros((1, n)), friction=np.zeros((1, n)), viscous=np.zeros((1, n)),
+                          delay=np.zeros(1, dtype=np.int64))
+    ls = _ls_joint_terms(rb_dir, urdf)
+    v = fit.values
+    both = CandidateBatch(armature=np.stack([ls["armature"], v["armature"]]), friction=np.stack([ls["friction"], v["friction"]]),
+                          viscous=np.stack([ls["viscous"], v["viscous"]]),
+                          delay=np.array([0, int(v.get("delay", 0))], dtype=np.int64))
+    scores: dict[float, dict[str, WindowScore]] = {}
+    for w in size.score_windows_s:
+        opts = ReplayOptions(window_ticks=int(round(w * TICK_HZ)))
+        a = window_scores(MujocoBackend(urdf, opts), zero, runs)[0]
+        b, c = window_scores(MujocoBackend(ls_robot, opts), both, runs)
+        scores[w] = dict(zip(MODELS, (a, b, c)))
+        log(f"scored {len(runs)} validation files at {w:g} s windows")
+    return StudyResult(scores, fit, fit_dir, rb_dir, [f.name for f in valid])

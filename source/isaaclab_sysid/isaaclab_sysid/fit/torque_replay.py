@@ -1,0 +1,138 @@
+"""``--replay torque``: the fit's inputs for a torque-driven, multiple-shooting replay (docs/replay.md).
+
+Everything the torque replay needs that a log does not say is stated by flags and checked
+here before any simulation: which signal is the torque (``--torque_signal``), whether it
+holds gravity (``--torque_includes_gravity``), the drive gains of a current log, the window
+length against every run, and the memory of one batched rollout against ``--max_batch_mb``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from isaaclab_sysid.data import RunFormatError, read_run
+from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.data.torque_runs import TorqueRunError, TorqueSource, read_ur10e_torque_run, torque_run
+from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.robots import Robot, load_robot
+from isaaclab_sysid.sim.shooting import shooting_windows
+from isaaclab_sysid.timebase import TICK_HZ
+
+def sample_bytes(n_dof: int) -> int:
+    """Bytes one candidate's rollout holds per sample (q, dq, tau, EE position and quaternion; float64)."""
+    return 8 * (3 * n_dof + 7)
+
+
+#: per window and candidate: the native job (about 400 bytes) and its start state
+WINDOW_BYTES = 512
+
+
+def check_torque_args(args: FitArgs) -> None:
+    """Refuse torque-replay options that cannot work (one line naming the flag), before any file is read."""
+    r = args.replay
+    if args.runs.log_format == "ur10e" and r.replay != "torque":
+        raise FitError("--log_format ur10e: a UR10e log records no replayable controller; add --replay torque "
+                       "--torque_signal current --drive_gains ... --torque_includes_gravity")
+    if not r.max_batch_mb > 0:
+        raise FitError("--max_batch_mb must be > 0 [MB]")
+    if r.replay != "torque":
+        return
+    if r.torque_signal is None:
+        raise FitError("--replay torque needs --torque_signal tau_J|tau|current (which logged torque acted on the joints)")
+    if r.torque_includes_gravity is None:
+        raise FitError("--replay torque needs --torque_includes_gravity or --no_torque_includes_gravity (whether "
+                       f"--torque_signal {r.torque_signal} holds the gravity torque: libfranka's tau_J and a UR's motor "
+                       "current do)")
+    if not (np.isfinite(r.window_s) and r.window_s * TICK_HZ >= 2):
+        raise FitError(f"--window_s {r.window_s}: a shooting window must be at least 2 ms (0.1-1 s is typical)")
+    if r.backend != "mujoco":
+        raise FitError(f"--replay torque runs on --backend mujoco (the {r.backend} backend replays controller runs only)")
+    if args.runs.state_age_ms is not None:
+        raise FitError("--state_age_ms does not apply to --replay torque: a row's state and torque are taken as "
+                       "simultaneous (a common age only shifts the run in time; a lag between them is the fitted delay)")
+    if r.torque_clamp or r.slew_limit or r.torque_limit or r.torque_rate_limit:
+        raise FitError("--replay torque applies the measured torque as it acted: --torque_clamp, --slew_limit, "
+                       "--torque_limit and --torque_rate_limit do not apply")
+    try:
+        torque_source(args)
+    except TorqueRunError as exc:
+        raise FitError(str(exc)) from None
+
+
+def torque_source(args: FitArgs) -> TorqueSource:
+    """The :class:`TorqueSource` the flags state."""
+    r = args.replay
+    return TorqueSource(r.torque_signal, bool(r.torque_includes_gravity), r.drive_gains)  # type: ignore[arg-type]
+
+
+def read_torque_runs(args: FitArgs, csvs: Sequence[str], sidecars: Sequence[str], what: str) -> list[Run]:
+    """The torque runs of ``csvs`` (run format with sidecars, or raw UR10e CSVs with ``--log_format ur10e``)."""
+    source = torque_source(args)
+    runs: list[Run] = []
+    robot = load_robot(args.replay.robot or "ur10e") if args.runs.log_format == "ur10e" else None
+    if len(sidecars) > len(csvs):
+        raise FitError(f"{len(sidecars)} sidecars given for {len(csvs)} {what} files (they pair in order)")
+    for i, c in enumerate(csvs):
+        try:
+            if robot is not None:
+                runs.append(read_ur10e_torque_run(c, source, robot))
+            else:
+                side = sidecars[i] if i < len(sidecars) else None
+                runs.append(torque_run(read_run(c, side, admit_abort=args.replay.admit_aborted), source))
+        except (RunFormatError, TorqueRunError) as exc:
+            raise FitError(str(exc)) from None
+    names = [r.name for r in runs]
+    if len(set(names)) != len(names):
+        raise FitError(f"two {what} runs share a name ({', '.join(names)}); rename one CSV")
+    return runs
+
+
+def window_ticks(args: FitArgs) -> int | None:
+    """The shooting window [ticks] of ``--window_s`` for a torque replay (None for a controller replay)."""
+    return int(round(args.replay.window_s * TICK_HZ)) if args.replay.replay == "torque" else None
+
+
+def check_windows(args: FitArgs, runs: Sequence[Run]) -> int:
+    """Refuse a window longer than a run; returns the total number of windows over ``runs``."""
+    w = window_ticks(args)
+    total = 0
+    for r in runs:
+        ticks = r.sample_ticks()
+        if w is not None and ticks[-1] < w:
+            raise FitError(f"{r.source or r.name}: the run lasts {ticks[-1] / TICK_HZ:.3f} s, shorter than --window_s "
+                           f"{args.replay.window_s:g}: shorten the window or drop the run")
+        total += shooting_windows(ticks, w).shape[0]
+    return total
+
+
+def check_batch_memory(args: FitArgs, runs: Sequence[Run], n_dof: int, n_params: int) -> float:
+    """Refuse a batch whose rollout would exceed ``--max_batch_mb``; returns its estimate [MB].
+
+    The largest batch is the CMA-ES population or the refinement's central-difference
+    stencil (2 D + 1 candidates), whichever is bigger; each candidate holds every sample
+    of every run (:func:`sample_bytes`) and a job per shooting window (:data:`WINDOW_BYTES`).
+    """
+    p = max(args.search.num_envs, 2 * n_params + 1)
+    samples = sum(r.n_samples for r in runs)
+    windows = check_windows(args, runs)
+    mb = p * (samples * sample_bytes(n_dof) + windows * WINDOW_BYTES) / 1e6
+    if mb > args.replay.max_batch_mb:
+        raise FitError(f"one batched rollout would hold {mb:.0f} MB ({p} candidates x {samples} samples x "
+                       f"{sample_bytes(n_dof)} B + {windows} windows x {WINDOW_BYTES} B) > --max_batch_mb "
+                       f"{args.replay.max_batch_mb:g}: lower --num_envs, use fewer or shorter runs, a longer --window_s, "
+                       "or raise --max_batch_mb")
+    return mb
+
+
+def describe(args: FitArgs, runs: Sequence[Run], robot: Robot, log: Callable[[str], None]) -> None:
+    """One log line saying how the torque replay runs (what was stated, what is assumed)."""
+    r = args.replay
+    windows = check_windows(args, runs)
+    gains = f", drive gains {list(r.drive_gains)} N m/A" if r.torque_signal == "current" else ""
+    log(f"torque replay: {r.torque_signal}{gains} applied open loop with gravity "
+        f"{'on' if r.torque_includes_gravity else 'off'} on {robot.name}, {windows} shooting windows of "
+        f"{r.window_s:g} s each started from the measured q, qd; the loss scores q and qd (w_x = 0); each row's "
+        "state and torque are taken as simultaneous (a lag between them is the fitted delay)")
