@@ -22,9 +22,9 @@ $(VENV)/.stamp-core: setup.py extension.toml | $(PY)
 	$(PY) -m pip install -q -e ".[dev]"
 	@touch $@
 
-# + Isaac Lab 3.0 (Newton, kit-less CPU/GPU; about 8 GB, a few minutes the first time) and the importers' extra
+# + Isaac Lab 3.0 (Newton, kit-less CPU/GPU; about 8 GB, a few minutes the first time), the importers, Ray and the peers (mujoco.sysid)
 $(VENV)/.stamp-isaaclab: setup.py extension.toml | $(PY)
-	$(PY) -m pip install -q -e ".[dev,isaaclab,import,ray]"
+	$(PY) -m pip install -q -e ".[dev,isaaclab,import,ray,peers]"
 	@touch $@ $(VENV)/.stamp-core
 
 venv: $(VENV)/.stamp-core

@@ -63,8 +63,9 @@ def twin_csvs(tmp_path_factory) -> list[str]:
 
 
 def _args(twin_csvs, log_dir, **kw) -> FitArgs:
+    # CMA-ES generations are what a cluster spreads (and what a killed worker interrupts): the cmaes strategy
     return FitArgs.build(real_csv=[twin_csvs[0]], heldout_csv=[twin_csvs[1]], num_envs=8, max_iter=4, refine_iter=1,
-                         seed=3, save_interval=1, log_dir=str(log_dir), plots=False, quiet=True, **kw)
+                         seed=3, save_interval=1, log_dir=str(log_dir), plots=False, quiet=True, strategy="cmaes", **kw)
 
 
 def _outputs(run_dir: Path) -> tuple[dict, list[str]]:

@@ -156,6 +156,11 @@ def test_torque_replay_recovers_the_twin(twin_files, tmp_path):
     print(f"  held-out (other gains and waveform) window q RMS {held['q_rms_all_mrad']:.3f} mrad against a drift "
           f"floor of {res.adequacy.floor_mrad:.3f} mrad")
     assert held["q_rms_all_mrad"] < 2.0 * res.adequacy.floor_mrad
+    # --eval_params scores the result window by window on another run, without fitting
+    out = run_fit(_args(held_csv, held_csv, tmp_path / "eval", heldout_csv=[],
+                        eval_params=str(run_dir / "sysid_best_params.json")), log=lambda s: None)
+    again = json.loads((out / "eval_result.json").read_text())["runs"]["heldout_multisine"]["fitted"]
+    assert abs(again["q_rms_all_mrad"] - held["q_rms_all_mrad"]) < 1e-9
 
 
 def test_bad_inputs_are_refused_before_any_simulation(twin_files, tmp_path, robot):

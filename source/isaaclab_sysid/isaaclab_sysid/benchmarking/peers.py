@@ -12,7 +12,7 @@ the fit's default bounds and a stated budget:
   the only loss term, the centre of the bounds as the start, sigma 0.5 of the half-range
   (0.25 in our unit cube), PACE's population guidance (256-512 "fast prototyping"), no local
   refinement, and the final CMA-ES mean as the answer (PACE's ``get_best_sim_params``).
-* ``ours``: the default ``cmaes`` strategy (population, generations and refinement of
+* ``ours``: the ``cmaes`` strategy (population, generations and refinement of
   ``SearchConfig``'s defaults at full size), ``ours@<peer>``: CMA-ES then LM stopped at a
   peer's wall time, and ``fast``: ``--strategy fast`` from three starts (low, center, random).
 

@@ -67,10 +67,11 @@ class SearchConfig:
     """Initial CMA-ES step size in the normalized parameter space (every group scaled to [0, 1] within its bounds)."""
     seed: int = 0
     """Random seed of the optimizer (same seed and runs give the same result)."""
-    strategy: Literal["cmaes", "fast"] = "cmaes"
-    """Search strategy: cmaes (CMA-ES generations, then the refinement) or fast (the refinement straight from --x0 and
-    the low start with every delay profiled; CMA-ES runs only when the fast path's residual, held-out error or
-    disagreeing starts say it is stuck; docs/fit.md, "Search strategy")."""
+    strategy: Literal["cmaes", "fast"] | None = None
+    """Search strategy: fast (the default: the refinement straight from --x0 and the low start with every delay
+    profiled; CMA-ES runs only when the fast path's residual, held-out error or disagreeing starts say it is stuck)
+    or cmaes (CMA-ES generations, then the refinement). Default: fast, or cmaes with --refine_iter 0 (docs/fit.md,
+    "Search strategy")."""
 
 
 @dataclass

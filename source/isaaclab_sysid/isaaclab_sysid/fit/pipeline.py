@@ -45,7 +45,10 @@ def resumed_args(args: FitArgs) -> FitArgs:
     resume_dir = Path(args.output.resume)
     if not (resume_dir / "config.json").is_file():
         raise FitError(f"--resume {resume_dir}: no config.json there (not a fit folder)")
-    saved = FitArgs.from_dict(read_config(resume_dir)["args"])
+    raw = read_config(resume_dir)["args"]
+    saved = FitArgs.from_dict(raw)
+    if "strategy" not in raw.get("search", raw):  # a folder from before --strategy existed: a CMA-ES fit
+        saved.search.strategy = "cmaes"
     saved.output.resume = str(resume_dir)
     saved.output.quiet = args.output.quiet
     saved.cluster = args.cluster  # where it runs never changes the answer: --cluster/--ray_* of this command line
@@ -77,7 +80,7 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -> t
     settings = SearchSettings(CmaesSettings(popsize=s.num_envs, max_iter=s.max_iter, sigma0=s.sigma, seed=s.seed,
                                             x0=tuple(x0)),
                               refine_iter=s.refine_iter, delay_neighbours=s.refine_delay_neighbours,
-                              save_interval=args.output.save_interval, quiet=args.output.quiet, strategy=s.strategy)
+                              save_interval=args.output.save_interval, quiet=args.output.quiet, strategy=strategy_of(s))
     if args.output.resume:
         run_dir = Path(args.output.resume)
         search = Search.resumed(problem, settings, run_dir, log)
@@ -101,6 +104,11 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -> t
     finally:
         wb.finish()
     return search, result
+
+
+def strategy_of(s) -> str:
+    """The search strategy of ``--strategy``, or the default: fast, cmaes when the refinement is off (``--refine_iter 0``)."""
+    return s.strategy if s.strategy is not None else ("fast" if s.refine_iter > 0 else "cmaes")
 
 
 def _refuse_diverged(result: FitResult, run_dir: Path) -> None:
@@ -134,12 +142,14 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
             "cannot pin it down; its export range is widened to the search bounds")
     pngs: list[Path] = []
     if args.output.plots:
-        pngs.append(plot_convergence(search.cmaes.state.history, result.run_names, run_dir / "convergence.png"))
+        history = search.cmaes.state.history  # empty when the fast strategy never fell back to CMA-ES
+        if history:
+            pngs.append(plot_convergence(history, result.run_names, run_dir / "convergence.png"))
         pngs += plot_evaluation(run_dir, all_runs, ev, result.space.joint_names, _windows(problem, all_runs))
     sections = fit_sections(result, fit_ev, held_ev, wall_s_so_far + time.perf_counter() - t0, _context(args, problem))
     report = write_report(run_dir, sections, pngs)
     if args.output.plots:
-        figs = [convergence_figure(search.cmaes.state.history)]
+        figs = [convergence_figure(search.cmaes.state.history)] if search.cmaes.state.history else []
         for run, ro in zip(all_runs, ev.rollouts):
             figs += run_figures(run, ro.q[0], ro.q[1], result.space.joint_names)
         log(f"report: {report} and {write_html_report(run_dir, 'System identification report', sections, figs)}")

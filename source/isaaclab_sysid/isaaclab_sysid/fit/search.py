@@ -159,6 +159,7 @@ class Search:
         extra = [] if x0_extra is None else [np.asarray(x0_extra, dtype=float)]
         if self.fast is not None:
             if not self._run_fast():
+                write_progress(self.run_dir, self.cmaes.state.history, self.cmaes.run_names)  # no generations: header
                 return self.result()
             extra.append(self.state.fast.refine.best().x.copy())  # the fallback can only improve on the fast optimum
         self.cmaes.run(self._generation)

@@ -1,0 +1,209 @@
+"""CLIE: closed-loop refinement of the link inertials through the replay (rigid_body/clie.py, seed 003).
+
+The Franka twin (tests/rigid_body_franka_twin.py: URDF inertials perturbed, Coulomb friction,
+armature, viscous, 2-tick delay, process and measurement noise) records short joint_pd runs;
+identify_rigid_body.py gives the LS/SDP start; the refinement replays the closed loop from there.
+CI size: 3 s runs (LS and CLIE on two, one held out), every body and the joint terms refined, one pass.
+Benchmark size (coverage over seeds, the stage table): benchmarks/clie_worth.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import load_script
+from isaaclab_sysid.arm_model import ArmModel
+from isaaclab_sysid.rigid_body import clie
+from isaaclab_sysid.rigid_body.cli import IdentifyArgs
+from isaaclab_sysid.rigid_body.cli import main_from_args as identify_main
+from isaaclab_sysid.rigid_body.io import load_nominal
+from isaaclab_sysid.rigid_body.log_cholesky import (
+    bodies_from_log_cholesky,
+    from_log_cholesky,
+    pseudo_inertia,
+    to_log_cholesky,
+)
+from isaaclab_sysid.rigid_body.regressor import Regressor
+from isaaclab_sysid.rigid_body.runs_input import read_runs
+from isaaclab_sysid.robots import load_robot
+from isaaclab_sysid.sim.interface import ReplayOptions
+from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
+from isaaclab_sysid.twin.recorder import true_batch
+from rigid_body_franka_twin import PARAMS, write_franka_runs
+
+def true_standard(reg: Regressor, truth) -> np.ndarray:
+    """(P,) the twin's true standard vector on ``reg``'s columns (links + the true joint terms)."""
+    pi = Regressor(truth, reg.options).prior()
+    for term, v in (("armature", PARAMS.armature), ("viscous", PARAMS.viscous), ("coulomb", PARAMS.friction)):
+        if term in reg.joint_terms:
+            pi[reg.term_slice(term)] = v
+    return pi
+
+
+@pytest.fixture(scope="module")
+def twin(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("clie_runs")
+    paths, nominal, truth = write_franka_runs(folder, seeds=(1, 2, 3), duration=3.0)
+    rb = tmp_path_factory.mktemp("clie_rb")
+    args = IdentifyArgs(out=rb, runs=tuple(paths[:2]), heldout=(paths[2],), dt=0.01, cutoff_hz=5.0,
+                        audit_uniform=200, audit_dense=100, audit_grid=2, seeds=(0,), no_plots=True)
+    assert identify_main(args) == 0
+    return paths, nominal, truth, rb / "rb_params.json"
+
+
+def test_log_cholesky_round_trip_and_every_coordinate_is_physical():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        theta = rng.normal(0, 1.0, 10)
+        pi = from_log_cholesky(theta)
+        assert np.linalg.eigvalsh(pseudo_inertia(pi))[0] > 0  # any coordinates: a physical body
+        np.testing.assert_allclose(to_log_cholesky(pi), theta, rtol=1e-9, atol=1e-9)
+    reg = Regressor(load_robot("franka_panda"))
+    links = reg.prior()[: 70].reshape(7, 10)
+    np.testing.assert_allclose(bodies_from_log_cholesky([to_log_cholesky(p) for p in links]), links, atol=1e-12)
+    bad = links[0].copy()
+    bad[4] = -1.0  # negative Ixx about the origin: no pseudo-inertia
+    with pytest.raises(ValueError, match="not positive definite"):
+        to_log_cholesky(bad)
+
+
+def test_inertial_backend_replays_like_a_compiled_robot(twin):
+    """Candidate inertials written into the model copy give the dynamics of a robot compiled with them."""
+    paths, nominal, truth, _ = twin
+    run = read_runs([paths[0]])[0]
+    opts = ReplayOptions()
+    be = clie.InertialBackend(nominal, opts, n_threads=2)
+    ref = MujocoBackend(truth, opts, n_threads=2)
+    try:
+        links = np.array([li.to_pi() for li in ArmModel(truth).body_inertials().values()])
+        batch = true_batch(PARAMS)
+        a = be.rollout_links(batch, links[None], [run], with_command=True)[0]
+        b = ref.rollout(batch, [run], with_command=True)[0]
+        np.testing.assert_allclose(a.q, b.q, atol=1e-9)
+        np.testing.assert_allclose(a.extra["tau_cmd"], b.extra["tau_cmd"], atol=1e-8)
+        # the twin's own command is what the true model replays (its process noise aside)
+        assert np.sqrt(np.mean((a.extra["tau_cmd"][0] - run.tau) ** 2)) < 0.02
+        # plain rollout after a candidate: the robot's own inertials again
+        c = be.rollout(batch, [run])[0]
+        d = MujocoBackend(nominal, opts, n_threads=2).rollout(batch, [run])[0]
+        np.testing.assert_allclose(c.q, d.q, atol=1e-12)
+        # a non-physical body is a diverged candidate, not a replay
+        bad = links.copy()
+        bad[3, 4] = -1.0
+        e = be.rollout_links(batch, bad[None], [run])[0]
+        assert e.diverged[0] and np.all(np.isnan(e.q))
+    finally:
+        be.close()
+        ref.close()
+
+
+def test_clie_recovers_the_twin_within_its_intervals(twin, tmp_path, capsys):
+    """Through the script: every body and the joint terms refined from the LS/SDP start, the joint terms
+    started 20-30 % off. The refined set passes the audit and is accepted; the inertial base parameters
+    are nearer the truth than the SDP's and the truth lies within their intervals (3 sigma: the 2-sigma
+    coverage at this size is below nominal, docs/rigid_body.md); the joint terms' error at least halved;
+    the held-out closed loop replays better than from the SDP set, which beats the URDF."""
+    paths, nominal, truth, rb_params = twin
+    fit_json = tmp_path / "sysid_best_params.json"
+    start = {"armature": (PARAMS.armature * 1.2).tolist(), "friction": (PARAMS.friction * 0.8).tolist(),
+             "viscous": (PARAMS.viscous * 1.3).tolist(), "motor_delay_steps": 2}
+    fit_json.write_text(json.dumps({"best_params_decoded": start}))
+    out = tmp_path / "clie"
+    argv = ["--rb-params", str(rb_params), "--runs", str(paths[0]), str(paths[1]), "--heldout", str(paths[2]),
+            "--joint-fit", str(fit_json), "--out", str(out), "--passes", "1", "--max-iter", "6",
+            "--audit-grid", "2", "--audit-uniform", "200", "--audit-dense", "100", "--seeds", "0", "--threads", "2"]
+    assert load_script("refine_inertials").main(argv) == 0
+    printed = capsys.readouterr().out
+    body = json.loads((out / "clie.json").read_text())
+    assert body["accepted"] and body["audit"]["passed"] and min(body["link_min_eig"]) > 0, printed
+    reg = clie.load_rigid_body(rb_params, nominal).regressor
+    start_rb = clie.load_rigid_body(rb_params, nominal)
+    K = start_rb.base.K
+    names = start_rb.base.names()
+    bp = body["base_parameters"]
+    idx = [names.index(n) for n in bp["names"]]
+    truth_b = (K @ true_standard(reg, truth))[idx]
+    value, std, sdp = (np.array(bp[k]) for k in ("value", "std", "sdp"))
+    clean = np.array(bp["clean"]) & (np.abs(value - sdp) > 0)
+    assert clean.sum() >= 3, bp
+    z = (value - truth_b)[clean] / std[clean]
+    err_clie = np.abs(value - truth_b)[clean]
+    err_sdp = np.abs(sdp - truth_b)[clean]
+    print(f"\nclean base parameters {clean.sum()}: |z| {np.round(np.abs(z), 2)}; error CLIE/SDP "
+          f"{np.round(err_clie / err_sdp, 2)}")
+    jz = {}
+    for g, tv in (("armature", PARAMS.armature), ("friction", PARAMS.friction), ("viscous", PARAMS.viscous)):
+        v, s = (np.array(body["joint_terms"][g][k]) for k in ("value", "std"))
+        v0 = np.array(body["joint_terms"][g]["start"])
+        jz[g] = (v, v0, np.abs(v - tv) / s)
+        print(f"{g}: value / truth {np.round(v / tv, 3)} (start {np.round(v0 / tv, 2)}), |z| {np.round(jz[g][2], 2)}")
+    print(f"coverage 2 sigma: base {np.mean(np.abs(z) < 2):.2f}, 3 sigma {np.mean(np.abs(z) < 3):.2f}")
+    halved = {g: float(np.median(np.abs(jz[g][0] - tv)) / np.median(np.abs(jz[g][1] - tv)))
+              for g, tv in (("armature", PARAMS.armature), ("friction", PARAMS.friction), ("viscous", PARAMS.viscous))}
+    print(f"median |z| {np.median(np.abs(z)):.2f}; base error CLIE/SDP median {np.median(err_clie / err_sdp):.2f}; "
+          f"joint error / start error {halved}")
+    # at this size the intervals are too narrow (2-sigma coverage about 0.5, docs/rigid_body.md; the benchmark's
+    # 8 s runs: 0.62 / 0.89 at 2 / 3 sigma): what is asserted is that they are not off by more than that
+    assert np.mean(np.abs(z) < 3) >= 0.6 and np.median(np.abs(z)) < 2.5
+    assert np.median(err_clie / err_sdp) < 1.05  # never worse than the start on the inertial base parameters
+    for g in halved:
+        assert halved[g] < 0.6, g  # the joint terms' error from the start at least nearly halved
+    held = body["heldout"]
+    ie = held["input_error_rmse"]
+    assert held["input_error_rmse"]["OLS"] is None  # not a physical set: never replayed
+    assert np.mean(ie["CLIE"]) < 0.5 * np.mean(ie["SDP"]) < np.mean(ie["URDF"]), held
+    # the accepted set is the fit's --nominal, the joint terms its --x0
+    inert = load_nominal(out / "nominal_inertials.json")
+    assert set(inert) == set(reg.link_names)
+    seed = json.loads((out / "fit_seed.json").read_text())["best_params_decoded"]
+    assert seed["motor_delay_steps"] == 2 and len(seed["armature"]) == 7
+    assert "| CLIE |" in printed and "ACCEPTED" in printed
+
+
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        (["--bodies", "panda_hand"], "--bodies"),
+        (["--stride", "0"], "--stride"),
+        (["--ls-weight", "-1"], "--ls-weight"),
+        (["--ls-weight", "0", "--prior-weight", "0"], "--prior-weight"),
+        (["--clamp-margin", "1.5"], "--clamp-margin"),
+        (["--delay", "-2"], "--delay"),
+        (["--seeds"], "--seeds"),
+    ],
+)
+def test_bad_flags_are_one_line_errors(twin, tmp_path, capsys, extra, named):
+    paths, _, _, rb_params = twin
+    out = tmp_path / "o"
+    argv = ["--rb-params", str(rb_params), "--runs", str(paths[0]), "--delay", "2", "--out", str(out), *extra]
+    assert load_script("refine_inertials").main(argv) == 2
+    printed = capsys.readouterr().out
+    assert printed.startswith("error: ") and named in printed and printed.count("\n") == 1, printed
+    assert not out.exists()
+
+
+def test_bad_files_are_one_line_errors(twin, tmp_path, capsys):
+    paths, _, _, rb_params = twin
+    script = load_script("refine_inertials")
+    out = tmp_path / "o"
+    cases = [
+        (["--rb-params", str(tmp_path / "none.json"), "--runs", str(paths[0]), "--delay", "2"], "none.json"),
+        (["--rb-params", str(rb_params), "--runs", str(paths[0])], "--joint-fit"),
+        (["--rb-params", str(rb_params), "--runs", str(paths[0]), "--heldout", str(paths[0]), "--delay", "2"],
+         "--heldout"),
+    ]
+    broken = tmp_path / "rb.json"
+    body = json.loads(rb_params.read_text())
+    del body["estimate"]["cov_hac"]
+    broken.write_text(json.dumps(body))
+    cases.append((["--rb-params", str(broken), "--runs", str(paths[0]), "--delay", "2"], "cov_hac"))
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"best_params_decoded": {"armature": [0.1] * 7, "motor_delay_steps": 2}}))
+    cases.append((["--rb-params", str(rb_params), "--runs", str(paths[0]), "--joint-fit", str(fit)], "friction"))
+    for argv, named in cases:
+        assert script.main([*argv, "--out", str(out)]) == 2
+        printed = capsys.readouterr().out
+        assert printed.startswith("error: ") and named in printed and printed.count("\n") == 1, (argv, printed)
+    assert not out.exists()
