@@ -132,7 +132,14 @@ def describe(args: FitArgs, runs: Sequence[Run], robot: Robot, log: Callable[[st
     r = args.replay
     windows = check_windows(args, runs)
     gains = f", drive gains {list(r.drive_gains)} N m/A" if r.torque_signal == "current" else ""
-    log(f"torque replay: {r.torque_signal}{gains} applied open loop with gravity "
-        f"{'on' if r.torque_includes_gravity else 'off'} on {robot.name}, {windows} shooting windows of "
+    log(f"torque replay: {r.torque_signal}{gains} applied open loop to {robot.name} with gravity "
+        f"{'on' if r.torque_includes_gravity else 'off'}, {windows} shooting windows of "
         f"{r.window_s:g} s each started from the measured q, qd; the loss scores q and qd (w_x = 0); each row's "
         "state and torque are taken as simultaneous (a lag between them is the fitted delay)")
+    for run in runs:
+        rec = run.meta.summary.get("torque_replay", {})
+        dropped = {k: rec.get(k) for k in ("dropped_head_rows", "dropped_same_tick_rows", "dropped_truncated_last_row")}
+        if any(dropped.values()):
+            log(f"  {run.source or run.name}: dropped {dropped['dropped_head_rows']} corrupt head row(s), "
+                f"{dropped['dropped_same_tick_rows']} row(s) on the tick of the row before"
+                + (", a truncated last line" if dropped["dropped_truncated_last_row"] else ""))
