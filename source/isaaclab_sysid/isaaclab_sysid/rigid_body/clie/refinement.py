@@ -1,0 +1,174 @@
+"""The refinement (trust-region least squares), its sandwich covariance and the audit gate.
+
+Part of CLIE (:mod:`isaaclab_sysid.rigid_body.clie`, its docstring has the method).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.optimize
+
+from isaaclab_sysid.rigid_body.clie.objective import ClieObjective
+from isaaclab_sysid.rigid_body.clie.starts import GROUP_TO_TERM, JOINT_GROUPS
+from isaaclab_sysid.rigid_body.feasibility import audit_mass_matrix, AuditResult, default_domain
+from isaaclab_sysid.rigid_body.log_cholesky import pseudo_inertia
+
+
+@dataclass
+class ClieResult:
+    """The refined set, its uncertainty, the audit and the acceptance.
+
+    Attributes:
+        pi: (P,) the refined standard set; pi_start: (P,) the SDP set it started from.
+        accepted: the refined set passed the audit (else the SDP set stands: :attr:`pi_accepted`).
+        reason: why it was not accepted ("" when it was).
+        bodies: the refined bodies; z, z0: (D,) coordinates at the end and the start.
+        joint, joint_start: armature, friction, viscous (N,) each, refined and the joint fit's; delay [ticks].
+        sigma: (N,) the input-error noise level of the last pass [N m].
+        passes: per pass: sigma, kappa, cost at start and end, evaluations, Jacobians, status message.
+        cov_z: (D, D) sandwich covariance of z.
+        subset: indices of the inertial base parameters; base, base_std: their refined values and std;
+            base_start: the SDP's; base_ls, base_ls_std: the LS estimate and its (HAC) std.
+        clean: (len(subset),) the base parameter depends on refined coordinates only (its std is complete);
+            one that also holds a body left at the SDP set carries that body's error outside ``base_std``.
+        joint_std: armature, friction, viscous std (N,) each (zeros when not refined).
+        audit: the all-pose audit of the refined set.
+        link_min_eig: (N,) smallest pseudo-inertia eigenvalue of every moving body.
+        n_rollouts: (candidate, run) replays spent; timing_s: wall time per step [s].
+    """
+
+    pi: np.ndarray
+    pi_start: np.ndarray
+    accepted: bool
+    reason: str
+    bodies: tuple[str, ...]
+    z: np.ndarray
+    z0: np.ndarray
+    joint: dict[str, np.ndarray]
+    joint_start: dict[str, np.ndarray]
+    delay: int
+    sigma: np.ndarray
+    passes: list[dict]
+    cov_z: np.ndarray
+    subset: np.ndarray
+    base: np.ndarray
+    base_std: np.ndarray
+    base_start: np.ndarray
+    base_ls: np.ndarray
+    base_ls_std: np.ndarray
+    joint_std: dict[str, np.ndarray]
+    clean: np.ndarray
+    audit: AuditResult
+    link_min_eig: np.ndarray
+    n_rollouts: int = 0
+    timing_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def pi_accepted(self) -> np.ndarray:
+        """(P,) the set to use: the refined one when accepted, else the SDP's."""
+        return self.pi if self.accepted else self.pi_start
+
+    @property
+    def joint_accepted(self) -> dict[str, np.ndarray]:
+        """The joint terms to use with :attr:`pi_accepted`."""
+        return self.joint if self.accepted else self.joint_start
+
+
+def hac_scores(J: np.ndarray, r: np.ndarray, blocks: Sequence[tuple[int, int]], n_dof: int, lags: int) -> np.ndarray:
+    """(D, D) Newey-West sum of the scores g_t = J_t^T r_t (one per sample t, joints summed), lags within each block.
+
+    Args:
+        J: (M, D) Jacobian rows of the whitened residuals r (M,), sample-major within each block.
+        blocks: (start, stop) row ranges of the runs; n_dof: rows per sample; lags: the window [samples].
+    """
+    D = J.shape[1]
+    S = np.zeros((D, D))
+    for a, b in blocks:
+        g = (J[a:b] * r[a:b, None]).reshape(-1, n_dof, D).sum(axis=1)  # (T, D)
+        S += g.T @ g
+        for lag in range(1, min(lags, g.shape[0] - 1) + 1):
+            G = g[lag:].T @ g[:-lag]
+            S += (1.0 - lag / (lags + 1.0)) * (G + G.T)
+    return S
+
+
+def _sandwich(obj: ClieObjective, J: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """(D, D) H^-1 S H^-1: H = J^T J; S = Newey-West of the replay scores + the LS and prior information."""
+    M = obj.n_replay()
+    H = J.T @ J
+    blocks, a = [], 0
+    for rows in obj.rows:
+        blocks.append((a, a + rows.size * obj.n_dof))
+        a += rows.size * obj.n_dof
+    S = hac_scores(J[:M], r[:M], blocks, obj.n_dof, obj.hac_lags()) + J[M:].T @ J[M:]
+    Hi = np.linalg.pinv(H, rcond=1e-12)
+    cov = Hi @ S @ Hi
+    return 0.5 * (cov + cov.T)
+
+
+def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a print-like callable
+    """Run the refinement passes, the covariance and the audit (see the module docstring)."""
+    o, timing = obj.options, {}
+    z = obj.z0.copy()
+    passes = []
+    t0 = time.perf_counter()
+    for k in range(o.passes):
+        sigma, kappa = obj.set_sigma(z)
+        cost0 = 0.5 * float(np.sum(obj.residuals(z) ** 2))
+        res = scipy.optimize.least_squares(
+            obj.residuals, z, jac=obj.jacobian, bounds=(obj.lower, obj.upper), method="trf", x_scale="jac",
+            ftol=o.ftol, xtol=1e-12, gtol=1e-12, max_nfev=3 * o.max_iter,
+        )
+        z = res.x
+        passes.append({"pass": k + 1, "sigma": sigma.tolist(), "kappa": kappa.tolist(), "cost_start": cost0,
+                       "cost_end": float(res.cost),
+                       "evaluations": int(res.nfev), "jacobians": int(res.njev or 0), "status": int(res.status),
+                       "message": str(res.message)})
+        log(f"[clie pass {k + 1}/{o.passes}] kappa {' '.join(f'{v:.3g}' for v in kappa)}; cost {cost0:.6g} -> "
+            f"{res.cost:.6g} after {res.njev} Jacobians ({res.message})")
+    timing["refine"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    r = obj.residuals(z)
+    J = obj.jacobian(z)
+    cov_z = _sandwich(obj, J, r)
+    timing["covariance"] = time.perf_counter() - t0
+    pi = obj.standard(z)
+    dpi = obj.dstandard(z)
+    G = obj.K_I @ dpi
+    free = np.zeros(obj.reg.n_params, dtype=bool)  # standard parameters that move with z
+    free[obj.prior_cols] = True
+    if o.joint_terms:
+        for g in JOINT_GROUPS:
+            if GROUP_TO_TERM[g] in obj.reg.joint_terms:
+                free[obj.reg.term_slice(GROUP_TO_TERM[g])] = True
+    clean = ~np.any((np.abs(obj.K_I) > 1e-12) & ~free[None], axis=1)
+    base_cov = G @ cov_z @ G.T
+    joint_std = {g: np.zeros(obj.n_dof) for g in JOINT_GROUPS}
+    if o.joint_terms:
+        d = np.sqrt(np.maximum(np.diag(cov_z)[obj.n_body_coords:], 0.0))
+        joint_std = {g: d[k * obj.n_dof: (k + 1) * obj.n_dof] for k, g in enumerate(JOINT_GROUPS)}
+    t0 = time.perf_counter()
+    audit = audit_mass_matrix(obj.reg, pi, domain=default_domain(obj.reg), grid_points=o.audit_grid,
+                              n_uniform=o.audit_uniform, n_dense=o.audit_dense, seeds=tuple(o.audit_seeds))
+    timing["audit"] = time.perf_counter() - t0
+    links = obj.links(z)
+    lmin = np.array([np.linalg.eigvalsh(pseudo_inertia(p))[0] for p in links])
+    reason = ""
+    if not audit.passed:
+        reason = (f"the all-pose audit failed: {audit.n_violations} of {audit.n_poses} poses with "
+                  f"lambda_min(M) <= {audit.threshold:g} (min {audit.min_eig:.3g})")
+    elif not np.isfinite(r).all():
+        reason = "the replay diverges at the refined set"
+    std_ls = np.sqrt(np.diag(obj.start.cov))[obj.subset]
+    return ClieResult(
+        pi=pi, pi_start=obj.start.pi_sdp.copy(), accepted=not reason, reason=reason, bodies=obj.body_names,
+        z=z, z0=obj.z0.copy(), joint=obj.joint_values(z), joint_start=obj.joints.values(),
+        delay=int(obj.joints.delay), sigma=obj.sigma.copy(), passes=passes, cov_z=cov_z, subset=obj.subset,
+        base=obj.K_I @ pi, base_std=np.sqrt(np.maximum(np.diag(base_cov), 0.0)),
+        base_start=obj.K_I @ obj.start.pi_sdp, base_ls=obj.theta_I.copy(), base_ls_std=std_ls,
+        joint_std=joint_std, clean=clean, audit=audit, link_min_eig=lmin, n_rollouts=obj.n_rollouts, timing_s=timing,
+    )
