@@ -76,7 +76,8 @@ class EvalResult:
             w = max(22, max(len(j) for j in jn) + 18)
             lines.append(f"run {name}")
             lines.append(f"  {'':{w}s}{'baseline':>12s}{'fitted':>12s}")
-            lines.append(f"  {'loss':{w}s}{b.loss:12.4g}{f.loss:12.4g}" + ("  (fitted DIVERGED)" if f.diverged else ""))
+            lines.append(f"  {'loss':{w}s}{b.loss:12.4g}{f.loss:12.4g}" + ("  (fitted DIVERGED)" if f.diverged else "")
+                         + ("  (baseline DIVERGED: its RMS are nan)" if b.diverged else ""))
             for j in range(n):
                 lines.append(f"  {'q RMS ' + jn[j] + ' [mrad]':{w}s}{b.q_rms_mrad[j]:12.3f}{f.q_rms_mrad[j]:12.3f}")
             for j in range(n):
