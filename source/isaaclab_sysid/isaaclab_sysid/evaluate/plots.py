@@ -47,16 +47,31 @@ def plot_convergence(history: Sequence, run_names: Sequence[str], path: str | Pa
     return _save(fig, path)
 
 
+def _panel_grid(panels: int, cols: int = 3):
+    """A figure of ``panels`` panels, ``cols`` a row, sharing x; returns (fig, flat axes)."""
+    rows = int(np.ceil(panels / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(13, 2.3 * rows), sharex=True)
+    return fig, axes.ravel()
+
+
+def _finish_grid(fig, axes, panels: int, title: str, cols: int = 3) -> None:
+    """Blank the unused panels, legend the first, label the bottom row's time axis, title and lay out."""
+    for ax in axes[panels:]:
+        ax.axis("off")
+    axes[0].legend(fontsize=7)
+    for ax in axes[max(0, panels - cols):panels]:
+        ax.set_xlabel("t [s]")
+    fig.suptitle(title)
+    fig.tight_layout()
+
+
 def plot_run(run: Run, q_sets: dict[str, np.ndarray], ee_sets: dict[str, np.ndarray], path: str | Path,
              joint_names: Sequence[str] | None = None) -> Path:
     """Real vs simulated joint positions (one panel per joint) and EE position (x, y, z)."""
     n = run.n_dof
     jn = list(joint_names or [f"j{i + 1}" for i in range(n)])
     panels = n + 3
-    cols = 3
-    rows = int(np.ceil(panels / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(13, 2.3 * rows), sharex=True)
-    axes = axes.ravel()
+    fig, axes = _panel_grid(panels)
     t = run.t - run.t[0]
     for j in range(n):
         ax = axes[j]
@@ -70,13 +85,7 @@ def plot_run(run: Run, q_sets: dict[str, np.ndarray], ee_sets: dict[str, np.ndar
         for label, x in ee_sets.items():
             ax.plot(t, x[:, k], lw=0.9, label=label)
         ax.set_title(f"EE {c} [m]", fontsize=9)
-    for ax in axes[panels:]:
-        ax.axis("off")
-    axes[0].legend(fontsize=7)
-    for ax in axes[max(0, panels - cols):panels]:
-        ax.set_xlabel("t [s]")
-    fig.suptitle(f"{run.name}: real vs sim")
-    fig.tight_layout()
+    _finish_grid(fig, axes, panels, f"{run.name}: real vs sim")
     return _save(fig, path)
 
 
@@ -105,10 +114,7 @@ def plot_windows(run: Run, q_fit: np.ndarray, windows: np.ndarray, path: str | P
     measured state (dotted lines mark the starts). ``q_fit``: (T, N) [rad]; ``windows``: (W, 2) sample ranges."""
     n = run.n_dof
     jn = list(joint_names or [f"j{i + 1}" for i in range(n)])
-    cols = 3
-    rows = int(np.ceil(n / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(13, 2.3 * rows), sharex=True)
-    axes = axes.ravel()
+    fig, axes = _panel_grid(n)
     t = run.t - run.t[0]
     shown = windows[:count]
     for j in range(n):
@@ -118,13 +124,7 @@ def plot_windows(run: Run, q_fit: np.ndarray, windows: np.ndarray, path: str | P
             ax.plot(t[a:b], 1e3 * (q_fit[a:b, j] - run.q[a, j]), "C1", lw=0.9, label="fitted" if k == 0 else None)
             ax.axvline(t[a], color="0.6", ls=":", lw=0.8)
         ax.set_title(f"{jn[j]}: q - q(window start) [mrad]", fontsize=9)
-    for ax in axes[n:]:
-        ax.axis("off")
-    axes[0].legend(fontsize=7)
-    for ax in axes[max(0, n - cols):n]:
-        ax.set_xlabel("t [s]")
-    fig.suptitle(f"{run.name}: the first {len(shown)} shooting windows, real vs fitted torque replay")
-    fig.tight_layout()
+    _finish_grid(fig, axes, n, f"{run.name}: the first {len(shown)} shooting windows, real vs fitted torque replay")
     return _save(fig, path)
 
 

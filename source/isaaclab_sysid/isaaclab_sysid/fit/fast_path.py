@@ -36,6 +36,7 @@ from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, RefineState
 from isaaclab_sysid.fit.state import FitState
+from isaaclab_sysid.sim.shooting import backend_windows
 
 
 @dataclass(frozen=True)
@@ -136,12 +137,11 @@ def residual_evidence(objective: ReplayObjective, x: np.ndarray,
         return float("inf"), float("nan"), None
     errs = [run.q - r.q[0] for run, r in zip(objective.runs, ro)]
     fit_rms = float(np.sqrt(np.mean([np.mean(e**2) for e in errs]))) * 1e3
-    torque = any(getattr(getattr(r, "meta", None), "controller", None) == "torque" for r in objective.runs)
-    if torque and callable(getattr(objective.backend, "windows_of", None)):
-        # a torque replay's floor is its start states' drift, not the white noise (evaluate/shooting_floor.py)
+    windows = backend_windows(objective.backend, objective.runs)
+    if windows is not None:  # a torque replay's floor is its start states' drift, not the white noise
         from isaaclab_sysid.evaluate.shooting_floor import shooting_floor
 
-        floor = shooting_floor(objective.runs, ro, objective.backend.windows_of(objective.runs), candidate=0).pooled_mrad
+        floor = shooting_floor(objective.runs, ro, windows, candidate=0).pooled_mrad
     else:
         floor = float(np.sqrt(np.mean([np.mean(white_floor(e) ** 2) for e in errs]))) * 1e3
     held = None

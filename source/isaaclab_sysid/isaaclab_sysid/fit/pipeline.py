@@ -36,6 +36,7 @@ from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 from isaaclab_sysid.fit.search import Search, SearchSettings
 from isaaclab_sysid.fit.tracking import WandbLog
 from isaaclab_sysid.sim.interface import UnsupportedParameterError
+from isaaclab_sysid.sim.shooting import backend_windows
 
 
 def resumed_args(args: FitArgs) -> FitArgs:
@@ -131,7 +132,8 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
     log(ev.table(result.space.joint_names))
     ages = [float(args.runs.state_age_ms or 0) if not r.is_1khz else 0.0 for r in all_runs]
     if floor is None and args.replay.replay == "torque":  # the drift of the windows' start states, not white noise
-        floor = shooting_floor(problem.runs, ev.rollouts[: len(problem.runs)], problem.backend.windows_of(problem.runs))
+        floor = shooting_floor(problem.runs, ev.rollouts[: len(problem.runs)],
+                               backend_windows(problem.backend, problem.runs))
     result.adequacy = assess(all_runs, ev.rollouts, len(problem.runs), problem.robot, floor, age_max_ms=ages)
     result.write(run_dir)
     log(f"model adequacy: {result.adequacy.verdict}")
@@ -145,7 +147,7 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
         history = search.cmaes.state.history  # empty when the fast strategy never fell back to CMA-ES
         if history:
             pngs.append(plot_convergence(history, result.run_names, run_dir / "convergence.png"))
-        pngs += plot_evaluation(run_dir, all_runs, ev, result.space.joint_names, _windows(problem, all_runs))
+        pngs += plot_evaluation(run_dir, all_runs, ev, result.space.joint_names, backend_windows(problem.backend, all_runs))
     sections = fit_sections(result, fit_ev, held_ev, wall_s_so_far + time.perf_counter() - t0, _context(args, problem))
     report = write_report(run_dir, sections, pngs)
     if args.output.plots:
@@ -155,12 +157,6 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
         log(f"report: {report} and {write_html_report(run_dir, 'System identification report', sections, figs)}")
     else:
         log(f"report: {report}")
-
-
-def _windows(problem: FitProblem, runs: list) -> list | None:
-    """The shooting windows of each run for the plots (torque runs), or None."""
-    win_of = getattr(problem.backend, "windows_of", None)
-    return win_of(runs) if callable(win_of) and any(r.meta.controller == "torque" for r in runs) else None
 
 
 def _context(args: FitArgs, problem: FitProblem) -> list[str]:
@@ -195,7 +191,7 @@ def _eval_only(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -
     write_eval_outputs(out, problem.all_runs, ev)
     joint_names = problem.space.joint_names
     log(ev.table(joint_names))
-    pngs = plot_evaluation(out, problem.all_runs, ev, joint_names, _windows(problem, problem.all_runs)) \
+    pngs = plot_evaluation(out, problem.all_runs, ev, joint_names, backend_windows(problem.backend, problem.all_runs)) \
         if args.output.plots else []
     report = eval_report(out, ev, joint_names, pngs)
     log(f"wrote {out / 'eval_result.json'} and eval_rollout_<run>.csv; report: {report}")

@@ -51,6 +51,7 @@ from isaaclab_sysid.fit.jacobian import stencil
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.fit.residuals import weighted_residuals
+from isaaclab_sysid.sim.shooting import backend_windows
 from isaaclab_sysid.intervals.common import Interval, IntervalSet, chi2_1, gaussian_intervals, order_intervals
 
 
@@ -148,11 +149,7 @@ def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, 
         notes.update(n)
     r_delay = {d: [r[j] for r in R] for d, j in delay_idx.items() if not div[j]}
     labels = space.labels()
-    torque = [getattr(getattr(r, "meta", None), "controller", None) == "torque" for r in runs]
-    win_of = getattr(objective.backend, "windows_of", None)
-    windows = [None] * len(runs)
-    if any(torque) and callable(win_of):  # a torque run's shooting windows: the sandwich's clusters
-        windows = [w if t else None for t, w in zip(torque, win_of(runs))]
+    windows = backend_windows(objective.backend, runs) or [None] * len(runs)  # a torque run's windows: clusters
     return Sensitivity(
         space=space, x0=x0, value=space.decoded_vector(x0), cont=cont, labels=[labels[i] for i in cont],
         r=[r[0] for r in R], J=Js, run_names=[r.name for r in runs], delays=[d for d in delays if d in r_delay],

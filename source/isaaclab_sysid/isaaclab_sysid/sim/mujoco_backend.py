@@ -34,7 +34,7 @@ from isaaclab_sysid.sim.interface import (
     replay_gravity,
 )
 from isaaclab_sysid.sim.schedule import CONTROLLER_IDS, RunSchedule, schedule_of
-from isaaclab_sysid.sim.shooting import run_windows, shooting_windows
+from isaaclab_sysid.sim.shooting import run_windows
 from isaaclab_sysid.timebase import TICK_S
 
 GRAVITY = 9.81
@@ -240,8 +240,7 @@ class MujocoBackend:
             dists.append(w)
 
         # a torque run is cut into shooting windows (sim/shooting.py); every window of every candidate is one job
-        windows = [shooting_windows(s.sample_ticks, self.options.window_ticks) if s.controller == "torque"
-                   else np.array([[0, s.n_samples]], dtype=np.int64) for s in scheds]
+        windows = run_windows(runs, self.options.window_ticks)
         jobs = [(p, r, int(a), int(b)) for p in range(p_count) for r in range(len(scheds)) for a, b in windows[r]]
         pool = self._executor()
         for start in range(0, p_count, self.chunk_size):

@@ -68,5 +68,19 @@ def shooting_windows(sample_ticks: np.ndarray, window_ticks: int | None) -> np.n
 
 def run_windows(runs, window_ticks: int | None) -> list[np.ndarray]:
     """Per run, its (W, 2) shooting windows: a torque run cut at ``window_ticks``, a controller run one window."""
-    return [shooting_windows(r.sample_ticks(), window_ticks) if r.meta.controller == "torque"
+    return [shooting_windows(r.sample_ticks(), window_ticks) if is_torque_run(r)
             else np.array([[0, r.n_samples]], dtype=np.int64) for r in runs]
+
+
+def is_torque_run(run) -> bool:
+    """Whether ``run`` is a torque run (``meta.controller == "torque"``; objects without a meta are not)."""
+    return getattr(getattr(run, "meta", None), "controller", None) == "torque"
+
+
+def backend_windows(backend, runs) -> list[np.ndarray | None] | None:
+    """Per run, the shooting windows the backend cuts (None for a controller run), or None when no run is a torque
+    run or the backend cannot say (a backend without ``windows_of``)."""
+    win_of = getattr(backend, "windows_of", None)
+    if not callable(win_of) or not any(is_torque_run(r) for r in runs):
+        return None
+    return [w if is_torque_run(r) else None for r, w in zip(runs, win_of(runs))]
