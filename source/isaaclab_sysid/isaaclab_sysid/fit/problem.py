@@ -102,16 +102,18 @@ def check_args(args: FitArgs) -> None:
     torque_replay.check_torque_args(args)
 
 
-def read_runs(csvs: Sequence[str], sidecars: Sequence[str], what: str = "--real_csv", admit_abort: bool = False) -> list[Run]:
+def read_runs(csvs: Sequence[str], sidecars: Sequence[str], what: str = "--real_csv", admit_abort: bool = False,
+              reader: Callable[[str, str | None], Run] | None = None) -> list[Run]:
     """Read and validate runs; sidecars pair with CSVs in order (missing ones default to ``<csv>.json``).
-    ``admit_abort``: read aborted Franka-tooling runs truncated at the abort (``--admit_aborted``)."""
+    ``admit_abort``: read aborted Franka-tooling runs truncated at the abort (``--admit_aborted``).
+    ``reader``: reads one (CSV, sidecar) instead of :func:`read_run` (``--replay torque``: torque_replay.run_reader)."""
     if len(sidecars) > len(csvs):
         raise FitError(f"{len(sidecars)} sidecars given for {len(csvs)} {what} files (they pair in order)")
     runs = []
     for i, c in enumerate(csvs):
         side = sidecars[i] if i < len(sidecars) else None
         try:
-            runs.append(read_run(c, side, admit_abort=admit_abort))
+            runs.append(reader(c, side) if reader is not None else read_run(c, side, admit_abort=admit_abort))
         except RunFormatError as exc:
             raise FitError(str(exc)) from None
     names = [r.name for r in runs]
@@ -198,22 +200,28 @@ def build_backend(args: FitArgs, robot: Robot, log: Callable[[str], None] = prin
 def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProblem:
     """Check the options, read the runs, build robot, space and backend (see module docstring)."""
     check_args(args)
-    if args.replay.replay == "torque":
-        return _torque_problem(args, log)
-    ab = args.replay.admit_aborted
-    runs = read_runs(args.runs.real_csv, args.runs.real_sidecar, "--real_csv", ab)
-    heldout = read_runs(args.runs.heldout_csv, args.runs.heldout_sidecar, "--heldout_csv", ab) if args.runs.heldout_csv else []
+    torque = args.replay.replay == "torque"
+    ab, reader = args.replay.admit_aborted, torque_replay.run_reader(args) if torque else None
+    runs = read_runs(args.runs.real_csv, args.runs.real_sidecar, "--real_csv", ab, reader)
+    heldout = (read_runs(args.runs.heldout_csv, args.runs.heldout_sidecar, "--heldout_csv", ab, reader)
+               if args.runs.heldout_csv else [])
     clash = {r.name for r in runs} & {r.name for r in heldout}
     if clash:
         raise FitError(f"run(s) {', '.join(sorted(clash))} given both as fit and held-out runs")
     tw = parse_traj_weights(args.runs.traj_weights, len(runs))
     robot = build_robot(args, runs + heldout)
-    runs, heldout, robot = resolve_replay_facts(args, runs, heldout, robot, log)  # law, EE point, limits
-    space = build_space(args, robot.joint_names)
-    # the flag, else the sidecars' state_age, else refused (one line); kept in args for the backend, verdict, config.json
-    args.runs.state_age_ms = resolve_state_age(args.runs.state_age_ms, runs + heldout, log)
+    if torque:  # the logged torque needs no law, EE point or limits; windows and memory checked before simulating
+        space = build_space(args, robot.joint_names)
+        torque_replay.check_batch_memory(args, runs + heldout, robot.n_dof, space.dim)
+        torque_replay.describe(args, runs + heldout, robot, log)
+    else:
+        runs, heldout, robot = resolve_replay_facts(args, runs, heldout, robot, log)  # law, EE point, limits
+        space = build_space(args, robot.joint_names)
+        # the flag, else the sidecars' state_age, else refused (one line); kept in args for the backend, verdict, config.json
+        args.runs.state_age_ms = resolve_state_age(args.runs.state_age_ms, runs + heldout, log)
     backend = _checked_backend(args, robot, space)
-    return FitProblem(runs, heldout, robot, space, backend, LossWeights(args.loss.w_q, args.loss.w_dq, args.loss.w_x), tw)
+    w_x = 0.0 if torque else args.loss.w_x  # a torque replay scores q and qd (the EE position is a function of q)
+    return FitProblem(runs, heldout, robot, space, backend, LossWeights(args.loss.w_q, args.loss.w_dq, w_x), tw)
 
 
 def _checked_backend(args: FitArgs, robot: Robot, space: ParamSpace) -> ReplayBackend:
@@ -223,23 +231,6 @@ def _checked_backend(args: FitArgs, robot: Robot, space: ParamSpace) -> ReplayBa
         raise FitError(f"backend '{args.replay.backend}' cannot represent parameter group(s) {', '.join(bad)} "
                        f"(supported: {', '.join(sorted(backend.supported_groups))})")
     return backend
-
-
-def _torque_problem(args: FitArgs, log: Callable[[str], None]) -> FitProblem:
-    """``--replay torque``: torque runs, windows and memory checked, then robot, space and backend."""
-    runs = torque_replay.read_torque_runs(args, args.runs.real_csv, args.runs.real_sidecar, "--real_csv")
-    heldout = (torque_replay.read_torque_runs(args, args.runs.heldout_csv, args.runs.heldout_sidecar, "--heldout_csv")
-               if args.runs.heldout_csv else [])
-    clash = {r.name for r in runs} & {r.name for r in heldout}
-    if clash:
-        raise FitError(f"run(s) {', '.join(sorted(clash))} given both as fit and held-out runs")
-    tw = parse_traj_weights(args.runs.traj_weights, len(runs))
-    robot = build_robot(args, runs + heldout)
-    space = build_space(args, robot.joint_names)
-    torque_replay.check_batch_memory(args, runs + heldout, robot.n_dof, space.dim)
-    torque_replay.describe(args, runs + heldout, robot, log)
-    backend = _checked_backend(args, robot, space)
-    return FitProblem(runs, heldout, robot, space, backend, LossWeights(args.loss.w_q, args.loss.w_dq, 0.0), tw)
 
 
 def start_point(spec: str, space: ParamSpace) -> np.ndarray:

@@ -68,26 +68,21 @@ def torque_source(args: FitArgs) -> TorqueSource:
     return TorqueSource(r.torque_signal, bool(r.torque_includes_gravity), r.drive_gains)  # type: ignore[arg-type]
 
 
-def read_torque_runs(args: FitArgs, csvs: Sequence[str], sidecars: Sequence[str], what: str) -> list[Run]:
-    """The torque runs of ``csvs`` (run format with sidecars, or raw UR10e CSVs with ``--log_format ur10e``)."""
+def run_reader(args: FitArgs) -> Callable[[str, str | None], Run]:
+    """The reader of one torque run (CSV, its sidecar or None): a run-format file's ``--torque_signal``, or a raw
+    UR10e CSV with ``--log_format ur10e``; a bad file raises :class:`FitError` naming it."""
     source = torque_source(args)
-    runs: list[Run] = []
     robot = load_robot(args.replay.robot or "ur10e") if args.runs.log_format == "ur10e" else None
-    if len(sidecars) > len(csvs):
-        raise FitError(f"{len(sidecars)} sidecars given for {len(csvs)} {what} files (they pair in order)")
-    for i, c in enumerate(csvs):
+
+    def read(csv: str, sidecar: str | None) -> Run:
         try:
             if robot is not None:
-                runs.append(read_ur10e_torque_run(c, source, robot))
-            else:
-                side = sidecars[i] if i < len(sidecars) else None
-                runs.append(torque_run(read_run(c, side, admit_abort=args.replay.admit_aborted), source))
+                return read_ur10e_torque_run(csv, source, robot)
+            return torque_run(read_run(csv, sidecar, admit_abort=args.replay.admit_aborted), source)
         except (RunFormatError, TorqueRunError) as exc:
             raise FitError(str(exc)) from None
-    names = [r.name for r in runs]
-    if len(set(names)) != len(names):
-        raise FitError(f"two {what} runs share a name ({', '.join(names)}); rename one CSV")
-    return runs
+
+    return read
 
 
 def window_ticks(args: FitArgs) -> int | None:
