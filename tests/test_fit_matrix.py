@@ -15,10 +15,10 @@ from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.twin.study import CI, TRUTH, Cell, matrix, run_cell, table
 
 CELLS = matrix()
-#: the one cell where the fit fails today, documented in docs/fit.md: at 50 Hz with the state-age model, a
-#: joint-PD run's missing static friction is hidden by the rows' random age (the held-out run is replayed at the
-#: noise floor), so the verdict says adequate and a few intervals of the effective Coulomb model miss the truth
-KNOWN_MISS = Cell(50.0, "stribeck", "coulomb", "joint_pd")
+#: the cell that fooled the residual-based verdicts (docs/fit.md): at 50 Hz with the state-age model, a joint-PD
+#: run's missing static friction hides in the rows' random age (the held-out run replays at the noise floor); the
+#: score test of the omitted static group (evaluate/static_friction_test.py) is what calls it out
+HIDDEN_STATIC = Cell(50.0, "stribeck", "coulomb", "joint_pd")
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +41,14 @@ def test_right_models_find_the_delay_cover_the_truth_and_do_not_cry_wolf(scores)
 
 
 def test_wrong_models_are_called_out_and_never_confidently_wrong(scores):
-    wrong = [s for s in scores if not s.cell.model_is_right and s.cell != KNOWN_MISS]
-    assert len(wrong) == 5
+    wrong = [s for s in scores if not s.cell.model_is_right]
+    assert len(wrong) == 6
     for s in wrong:
         assert s.verdict == "misfit", (s.cell.name, s.messages)
         assert s.honest, s.cell.name  # every interval missing the truth is marked unreliable
 
 
-@pytest.mark.xfail(strict=True, reason="known limit (docs/fit.md): 50 Hz rows' random age hides a joint-PD run's "
-                                       "missing static friction from the verdict")
-def test_known_miss_50hz_static_friction_under_state_age(scores):
-    s = next(s for s in scores if s.cell == KNOWN_MISS)
+def test_hidden_static_friction_is_found_by_the_score_test(scores):
+    s = next(s for s in scores if s.cell == HIDDEN_STATIC)
     assert s.verdict == "misfit" and s.honest
+    assert "static friction the model lacks" in s.messages[0], s.messages

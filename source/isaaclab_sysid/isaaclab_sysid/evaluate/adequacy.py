@@ -31,6 +31,11 @@ data, from four diagnostics of the fitted candidate's joint-position residual
   impedance law does not hold that motion, so what the model misses in friction
   shows there first.
 
+A fifth signal needs the backend and runs in :mod:`isaaclab_sysid.evaluate.static_friction_test`: for a
+Coulomb-only fit, a score test of the omitted static-friction group at the optimum
+(:meth:`Adequacy.with_static_friction_test`); it finds a missing static friction the
+residual hides (50 Hz rows' random state age), and a verdict it fires on is ``misfit``.
+
 ``misfit`` when the held-out ratio exceeds ``max_heldout_ratio``, the residual
 exceeds the floor by ``max_floor_ratio``, or a joint's speed ratio leaves
 ``[1 / max_speed_ratio, max_speed_ratio]`` (2: a right model stays within 0.9-1.2 on
@@ -40,6 +45,7 @@ marked unreliable (intervals/combine.py).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -112,10 +118,24 @@ class Adequacy:
     floor_per_joint_mrad: list[float] | None = None
     floor_method: str = ""
     floor_files: list[list[str]] = field(default_factory=list)
+    static_friction_test: dict | None = None
 
     @property
     def misfit(self) -> bool:
         return self.verdict == "misfit"
+
+    def with_static_friction_test(self, test) -> "Adequacy":
+        """This verdict with the score test for an omitted static friction
+        (:mod:`isaaclab_sysid.evaluate.static_friction_test`; None where it does not apply): misfit when it fires."""
+        if test is None:
+            return self
+        msgs = list(self.messages)
+        verdict = self.verdict
+        if test.significant:
+            msgs = [m for m in msgs if not m.startswith("model adequate")]
+            msgs.insert(0, test.message())
+            verdict = "misfit"
+        return dataclasses.replace(self, verdict=verdict, messages=msgs, static_friction_test=test.to_json())
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -127,7 +147,8 @@ class Adequacy:
                    residual_over_floor=float(d["residual_over_floor"]),
                    runs=[RunResidualStats(**r) for r in d.get("runs", [])],
                    limits=AdequacyLimits(**d.get("limits", {})), floor_per_joint_mrad=d.get("floor_per_joint_mrad"),
-                   floor_method=d.get("floor_method", ""), floor_files=[list(p) for p in d.get("floor_files", [])])
+                   floor_method=d.get("floor_method", ""), floor_files=[list(p) for p in d.get("floor_files", [])],
+                   static_friction_test=d.get("static_friction_test"))
 
 
 def speed_ratio(e: np.ndarray, dq: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from isaaclab_sysid.evaluate.static_friction_test import static_friction_test
 from isaaclab_sysid.evaluate.adequacy import assess
 from isaaclab_sysid.evaluate.heldout import EvalResult, evaluate_params, write_eval_outputs
 from isaaclab_sysid.evaluate.noise_floor import resolve_noise_floor
@@ -135,6 +136,8 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
         floor = shooting_floor(problem.runs, ev.rollouts[: len(problem.runs)],
                                backend_windows(problem.backend, problem.runs))
     result.adequacy = assess(all_runs, ev.rollouts, len(problem.runs), problem.robot, floor, age_max_ms=ages)
+    result.adequacy = result.adequacy.with_static_friction_test(static_friction_test(
+        problem.backend, result.space, result.best_x, problem.runs, result.loss_weights, result.traj_weights))
     result.write(run_dir)
     log(f"model adequacy: {result.adequacy.verdict}")
     for m in result.adequacy.messages:

@@ -8,6 +8,10 @@
 3. one rollout of the fitted parameters on the held-out runs -> the
    structure-error ratio rho = (held-out loss per run) / (fit loss per run), from
    which the export derives its allowance (export/ranges.py).
+4. the torque disturbance the replay cannot see (``intervals/process_noise.py``):
+   estimated per joint from the residual's coloured part, propagated through
+   replicate rollouts, and every curvature / bootstrap interval narrower than
+   what it causes is widened to it.
 
 **Which one the export uses, and why.** ``curvature`` (the HAC sandwich): it is
 the only one that is both cheap (one rollout of 2p + 1 + delays candidates) and
@@ -39,6 +43,7 @@ from isaaclab_sysid.intervals.cma_cov import cma_intervals
 from isaaclab_sysid.intervals.common import Interval, IntervalSet
 from isaaclab_sysid.intervals.consistency import consistency
 from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
+from isaaclab_sysid.intervals.process_noise import ProcessNoise, assess_process_noise, widening_factors
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable, read_json
@@ -198,6 +203,23 @@ def inflate(s: IntervalSet, factor: float | dict[str, float], space: ParamSpace,
         iv.note = "; ".join(n for n in (iv.note, why.format(f=f)) if n)
 
 
+def widen_for_process_noise(sets: dict[str, IntervalSet], pn: ProcessNoise, space: ParamSpace) -> list[str]:
+    """Widen the curvature and bootstrap intervals to the standard errors the estimated torque disturbance causes
+    (intervals/process_noise.py); returns the warnings."""
+    if pn.skipped:
+        return [f"intervals: process-noise check skipped ({pn.skipped})"] if "backend" in pn.skipped else []
+    factors = {m: widening_factors(pn, {iv.label: iv.std for iv in sets[m].intervals}) for m in ("curvature", "bootstrap")}
+    for m, f in factors.items():
+        inflate(sets[m], f, space, "widened x{f:.2f}: the torque disturbance the replay cannot see (process noise)")
+    worst = max(factors["curvature"].values(), default=1.0)
+    if worst <= 1.0:
+        return []
+    sig = ", ".join(f"{s:.3g}" for s in pn.sigma_w)
+    return [f"intervals: an unmodelled torque disturbance of [{sig}] N m per joint (estimated from the residual's "
+            f"coloured part) moves the fitted numbers more than the measurement noise does: intervals widened up to "
+            f"x{worst:.1f}"]
+
+
 def flag_intervals(sets: dict[str, IntervalSet], result: FitResult, delay_profile: dict | None) -> list[str]:
     """Mark what the intervals cannot promise: values at a search bound, a misfit, a delay the held-out runs dispute.
 
@@ -288,6 +310,11 @@ def compute_all(
         flag_warns.append(f"intervals: the runs' own optima (fit and held-out) disagree {agree.ratio:.2f}x beyond their "
                           "noise (Birge ratio): model-structure error the noise does not explain; every interval widened "
                           "by max(that, its own ratio)")
+    t0 = time.perf_counter()
+    pn = assess_process_noise(backend, space, x0, runs, sens, weights, traj_weights, seed=seed)
+    structure["process_noise"] = pn.to_json()
+    timing["process_noise"] = time.perf_counter() - t0
+    flag_warns += widen_for_process_noise(sets, pn, space)
     flag_warns += flag_intervals(sets, result, delay_prof)
     warns = list(sets["curvature"].warnings) + flag_warns
     c, b = sets["curvature"].by_label(), sets["bootstrap"].by_label()

@@ -21,7 +21,6 @@ does that).
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -30,6 +29,7 @@ import numpy as np
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.adequacy import assess
 from isaaclab_sysid.evaluate.heldout import evaluate_params
+from isaaclab_sysid.evaluate.static_friction_test import static_friction_test
 from isaaclab_sysid.evaluate.metrics import rms_between_runs
 from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.objective import ReplayObjective
@@ -232,6 +232,8 @@ def run_cell(cell: Cell, seed: int = 0, size: StudySize = CI, robot: Robot | Non
         floor = rms_between_runs(held, repeat)["q_rms_all_mrad"]
         age = 10.0 if (cell.rate_hz < 1000 and cell.state_model) else 0.0
         result.adequacy = assess(runs, ev.rollouts, len(fit), robot, noise_floor_mrad=None, age_max_ms=[age] * len(runs))
+        result.adequacy = result.adequacy.with_static_friction_test(static_friction_test(
+            objective.backend, result.space, result.best_x, fit, result.loss_weights, result.traj_weights))
         rep = compute_all(objective.backend, result, fit, [held], n_boot=200)
     finally:
         getattr(objective.backend, "inner", objective.backend).close()
