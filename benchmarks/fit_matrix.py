@@ -36,7 +36,9 @@ def main(argv: list[str] | None = None) -> int:
             s = run_cell(cell, seed, size, robot)
             scores.append(s)
             print(f"{cell.name} seed {seed}: delay {s.delay}, coverage {s.covered}/{s.checked}, unidentified {s.unbounded}, "
-                  f"held-out/floor {s.heldout_over_floor:.2f}, {s.verdict} ({time.perf_counter() - t:.0f} s)", flush=True)
+                  f"held-out/floor {s.heldout_over_floor:.2f}, {s.verdict} ({time.perf_counter() - t:.0f} s)"
+                  + (f"; static-friction score z {', '.join(f'{z:.1f}' for z in s.static_z)}" if s.static_z else ""),
+                  flush=True)
     print()
     print(table(scores))
     print(f"\nsize {size}; wall time {time.perf_counter() - t0:.0f} s")

@@ -27,3 +27,21 @@ def test_read_json_names_the_file(tmp_path):
         read_json(p, "things")
     with pytest.raises(ValueError, match=r"missing.json: cannot read things: .*No such file"):
         read_json(tmp_path / "missing.json", "things")
+
+
+def test_atomic_outputs_get_the_mode_a_plain_open_gives(tmp_path):
+    """mkstemp makes 0600 files; a result file must be readable by whoever could read a plain open()'s file."""
+    import os
+    import stat
+
+    from isaaclab_sysid.utils.atomic import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "out.json", "{}\n")
+        (tmp_path / "plain.json").write_text("{}\n")
+    finally:
+        os.umask(old)
+    mode = stat.S_IMODE((tmp_path / "out.json").stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "plain.json").stat().st_mode) == 0o644
+    assert not list(tmp_path.glob(".*tmp"))

@@ -143,6 +143,22 @@ def test_franka_runs_bad_input(franka, tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_run_without_its_torque_is_refused_naming_file_and_column(franka, tmp_path, capsys):
+    """A log whose tau_J column is NaN in every row (a source that did not record it) is refused before any work."""
+    import pandas as pd
+
+    paths, *_ = franka
+    df = pd.read_csv(paths[0])
+    df["tau_J4"] = np.nan
+    bad = tmp_path / "no_tau_J.csv"
+    df.to_csv(bad, index=False)
+    (tmp_path / "no_tau_J.json").write_text(Path(paths[0]).with_suffix(".json").read_text())
+    assert main_from_args(IdentifyArgs(out=tmp_path / "o", runs=(bad,), no_plots=True)) == 2
+    err = capsys.readouterr().out
+    assert "no_tau_J.csv" in err and "tau_J4" in err and "--signal tau" in err, err
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize(
     "flags, named",
     [

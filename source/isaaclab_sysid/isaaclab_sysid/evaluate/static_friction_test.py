@@ -140,10 +140,11 @@ def _replicate_sd(backend: ReplayBackend, space: ParamSpace, x: np.ndarray, runs
     """(|S|,) standard error of the efficient score over replicates pushed by the estimated torque disturbance
     (intervals/process_noise.py): under process noise the kernel meat under-counts the score's variance."""
     try:
-        sigma_w, _, (base, white) = estimate_process_noise(backend, space, x, list(runs), sens, weights, traj_weights)
+        est = estimate_process_noise(backend, space, x, list(runs), sens, weights, traj_weights)
     except TypeError:  # a backend that cannot inject a disturbance: the kernel estimate alone
         return np.zeros(C.shape[0])
     J = [np.nan_to_num(j) for j in sens.J]
     S = np.asarray([C @ sum(np.einsum("tcp,tc->p", j, r) for j, r in zip(J, rs)) for rs in
-                    replicate_residuals(backend, space, x, list(runs), weights, traj_weights, sigma_w, base, white)])
+                    replicate_residuals(backend, space, x, list(runs), weights, traj_weights, est.sigma_w, est.base,
+                                        est.white)])
     return np.sqrt(np.mean(S**2, axis=0))

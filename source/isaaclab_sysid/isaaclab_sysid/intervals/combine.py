@@ -214,10 +214,10 @@ def widen_for_process_noise(sets: dict[str, IntervalSet], pn: ProcessNoise, spac
     worst = max(factors["curvature"].values(), default=1.0)
     if worst <= 1.0:
         return []
-    sig = ", ".join(f"{s:.3g}" for s in pn.sigma_w)
-    return [f"intervals: an unmodelled torque disturbance of [{sig}] N m per joint (estimated from the residual's "
-            f"coloured part) moves the fitted numbers more than the measurement noise does: intervals widened up to "
-            f"x{worst:.1f}"]
+    sig = ", ".join(f"{s:.2g}" for s in pn.sigma_w)
+    return [f"intervals: an unmodelled torque disturbance of about {pn.sigma_common:.2g} N m per 1 ms tick (per joint, "
+            f"at most [{sig}]; estimated from the residual's smooth part) moves the fitted numbers more than the "
+            f"measurement noise does: intervals widened up to x{worst:.1f}"]
 
 
 def flag_intervals(sets: dict[str, IntervalSet], result: FitResult, delay_profile: dict | None) -> list[str]:

@@ -62,11 +62,32 @@ AVERAGE_S = 0.025
 
 
 @dataclass
+class Disturbance:
+    """Step 1's estimate.
+
+    Attributes:
+        sigma_w: (N,) per joint [N m per 1 ms tick], non-negative least squares over the channels: what widens the
+            intervals (it may put on one joint what several share, so it errs wide).
+        sigma_common: one level for every joint [N m], a steadier figure to read (the twin's 0.01 N m came out
+            0.008-0.011 at the CI size).
+        coloured_share: share of the residual energy that is smooth (not white measurement noise).
+        base: per run, the rollout of x0; white: per run, (C,) white-noise variance of the residual channels.
+    """
+
+    sigma_w: np.ndarray
+    sigma_common: float
+    coloured_share: float
+    base: list[RunRollout]
+    white: list[np.ndarray]
+
+
+@dataclass
 class ProcessNoise:
     """The estimated disturbance and what it does to the fitted numbers.
 
     Attributes:
-        sigma_w: (N,) estimated white torque disturbance per joint [N m per 1 ms tick].
+        sigma_w: (N,) estimated white torque disturbance per joint [N m per 1 ms tick] (:class:`Disturbance`);
+        sigma_common: the same as one level for every joint [N m].
         coloured_share: share of the residual energy that is coloured (not white measurement noise), 0-1.
         std: (p,) standard errors of the continuous numbers the disturbance and noise cause (decoded units).
         labels: the continuous numbers' labels.
@@ -80,9 +101,11 @@ class ProcessNoise:
     replicates: int
     skipped: str = ""
     notes: list[str] = field(default_factory=list)
+    sigma_common: float = 0.0
 
     def to_json(self) -> dict:
-        return {"sigma_w_nm": self.sigma_w.tolist(), "coloured_share": self.coloured_share,
+        return {"sigma_w_nm": self.sigma_w.tolist(), "sigma_common_nm": self.sigma_common,
+                "coloured_share": self.coloured_share,
                 "std": dict(zip(self.labels, self.std.tolist())), "replicates": self.replicates,
                 "skipped": self.skipped, "notes": self.notes,
                 "note": "white torque disturbance per joint the replay cannot see, estimated from the coloured "
@@ -130,8 +153,8 @@ def _residuals(base: RunRollout, other: RunRollout, run: Run, weights: LossWeigh
 
 def estimate_process_noise(backend: ReplayBackend, space: ParamSpace, x0: np.ndarray, runs: Sequence[Run],
                            sens: Sensitivity, weights: LossWeights, traj_weights: Sequence[float] | None,
-                           sigma_cal: float = SIGMA_CAL, seed: int = 0) -> tuple[np.ndarray, float, list]:
-    """(N,) disturbance per joint [N m], the coloured share of the residual energy, and the base rollouts (step 1)."""
+                           sigma_cal: float = SIGMA_CAL, seed: int = 0) -> "Disturbance":
+    """Step 1 (see module docstring): the disturbance per joint and as one level, and the base rollouts."""
     n = runs[0].q.shape[1]
     tw = run_weights(traj_weights, len(runs))
     batch = space.to_batch(np.asarray([x0]))
@@ -150,8 +173,10 @@ def estimate_process_noise(backend: ReplayBackend, space: ParamSpace, x0: np.nda
         resp = [_residuals(b, p, r, weights, w) for b, p, r, w in zip(base, pert, runs, tw)]
         A[:, j] = np.concatenate([_split(r, m)[1] for r, m in zip(_project_out(sens, Hinv, resp), ms)]) / sigma_cal**2
     var, _ = nnls(A, obs)
+    a = A.sum(axis=1)
+    common = float(np.sqrt(max(0.0, float(a @ obs) / max(float(a @ a), 1e-300))))
     share = float(obs.sum() / max(obs.sum() + np.concatenate(white).sum(), 1e-300))
-    return np.sqrt(var), share, [base, white]
+    return Disturbance(np.sqrt(var), common, share, base, white)
 
 
 def replicate_residuals(backend: ReplayBackend, space: ParamSpace, x0: np.ndarray, runs: Sequence[Run],
@@ -191,14 +216,14 @@ def assess_process_noise(backend: ReplayBackend, space: ParamSpace, x0: np.ndarr
         empty.skipped = "torque runs: the shooting windows' cluster sandwich holds"
         return empty
     try:
-        sigma_w, share, (base, white) = estimate_process_noise(backend, space, x0, runs, sens, weights, traj_weights,
-                                                               seed=seed)
+        est = estimate_process_noise(backend, space, x0, runs, sens, weights, traj_weights, seed=seed)
     except TypeError:
         empty.skipped = f"backend {getattr(backend, 'name', type(backend).__name__)} cannot inject a torque disturbance"
         return empty
-    cov = process_noise_covariance(sens, replicate_residuals(backend, space, x0, runs, weights, traj_weights, sigma_w,
-                                                             base, white, replicates, seed))
-    return ProcessNoise(sigma_w, share, np.sqrt(np.clip(np.diag(cov), 0.0, None)), list(sens.labels), replicates)
+    cov = process_noise_covariance(sens, replicate_residuals(backend, space, x0, runs, weights, traj_weights,
+                                                             est.sigma_w, est.base, est.white, replicates, seed))
+    return ProcessNoise(est.sigma_w, est.coloured_share, np.sqrt(np.clip(np.diag(cov), 0.0, None)), list(sens.labels),
+                        replicates, sigma_common=est.sigma_common)
 
 
 def widening_factors(pn: ProcessNoise, std: dict[str, float | None]) -> dict[str, float]:

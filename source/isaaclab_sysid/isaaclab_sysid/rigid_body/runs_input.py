@@ -69,6 +69,11 @@ def process_run(
         raise ValueError(f"signal must be 'tau_J' or 'tau'; got {signal!r}")
     y = np.asarray(getattr(run, signal), dtype=float)
     src = str(run.source or run.name)
+    empty = [j for j in range(y.shape[1]) if not np.isfinite(y[:, j]).any()]
+    if empty:
+        raise ValueError(f"{src}: column {signal}{empty[0] + 1} is empty (NaN in every row{'' if len(empty) == 1 else f'; {len(empty)} joints'}): "
+                         f"the least squares needs the {'measured' if signal == 'tau_J' else 'commanded'} torque; "
+                         f"log it, or pass --signal {'tau' if signal == 'tau_J' else 'tau_J'}")
     return preprocess(run.t, run.q, {signal: y}, options, source=src, velocity=run.dq if use_logged_velocity else None)
 
 

@@ -176,6 +176,7 @@ class CellScore:
         unbounded: entries reported unidentifiable; unreliable: entries whose interval is marked unreliable.
         heldout_over_floor: held-out q RMS / RMS between the held-out run and its repeat.
         verdict, messages: the adequacy verdict.
+        static_z: (N,) the score test's z per joint for a Coulomb fit (evaluate/static_friction_test.py), else None.
     """
 
     cell: Cell
@@ -190,6 +191,7 @@ class CellScore:
     verdict: str
     messages: list[str] = field(default_factory=list)
     missed_unflagged: int = 0
+    static_z: list[float] | None = None
 
     @property
     def honest(self) -> bool:
@@ -254,7 +256,8 @@ def run_cell(cell: Cell, seed: int = 0, size: StudySize = CI, robot: Robot | Non
     held_rms = ev.fitted[-1].q_rms_all_mrad
     return CellScore(cell, seed, result.delay, rel, covered, len(bounded), sum(not iv.bounded for iv in ivs),
                      sum(not iv.reliable for iv in ivs), float(held_rms / floor), result.adequacy.verdict,
-                     list(result.adequacy.messages), missed_unflagged)
+                     list(result.adequacy.messages), missed_unflagged,
+                     (result.adequacy.static_friction_test or {}).get("z"))
 
 
 def table(scores: Sequence[CellScore]) -> str:

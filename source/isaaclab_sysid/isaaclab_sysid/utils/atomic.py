@@ -15,6 +15,21 @@ from pathlib import Path
 from typing import Any
 
 
+def _file_mode() -> int:
+    """The mode a plain ``open(path, "w")`` gives a new file: 0666 less the process umask (read by creating a
+    probe file, so the umask is never changed under other threads)."""
+    fd, probe = tempfile.mkstemp(prefix=".umask.", suffix=".tmp")
+    os.close(fd)
+    try:
+        os.unlink(probe)
+        with open(probe, "w"):
+            pass
+        return os.stat(probe).st_mode & 0o777
+    finally:
+        if os.path.exists(probe):
+            os.unlink(probe)
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it replaces ``path`` atomically."""
@@ -27,6 +42,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield tmp_path
         with open(tmp_path, "rb+") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp_path, _file_mode())  # mkstemp makes it 0600; an output file gets what open() would give
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():
