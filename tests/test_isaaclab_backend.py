@@ -127,6 +127,16 @@ def test_refuses_groups_newton_cannot_represent(backends):
         il.rollout(CandidateBatch(armature=-np.ones((1, N))), [])
 
 
+def test_refuses_a_torque_run_naming_the_backend_that_can(robot, backends):
+    import dataclasses
+
+    il, _ = backends
+    run = pd_run(robot)
+    torque = dataclasses.replace(run, meta=dataclasses.replace(run.meta, controller="torque"))
+    with pytest.raises(UnsupportedParameterError, match="--backend mujoco"):
+        il.rollout(batch(), [torque])
+
+
 def test_divergence_is_flagged_per_candidate(robot, backends):
     """A stiff explicit PD on the light wrist joint blows up without armature, not with it."""
     il, mj = backends

@@ -45,6 +45,7 @@ from isaaclab_sysid.sim.interface import (
     CandidateBatch,
     ReplayOptions,
     RunRollout,
+    UnsupportedParameterError,
     candidate_arrays,
     check_supported,
     replay_gravity,
