@@ -192,6 +192,9 @@ def test_hung_worker_is_timed_out_and_its_slice_rerun(cluster, twin_csvs):
                            viscous=np.full((4, N), 0.3), delay=np.arange(4))
     local = build_backend(FitArgs.build(), robot).rollout(batch, [run])[0]
     lines: list[str] = []
+    # start the pool under a generous limit first (a loaded 2-core machine takes more than 3 s to start a worker);
+    # the 3 s backend below reuses its workers, so its limit times out the hung slice, not the start
+    build_backend(FitArgs.build(cluster="ray", ray_workers=2, ray_timeout_s=120.0), robot)
     be = build_backend(FitArgs.build(cluster="ray", ray_workers=2, ray_timeout_s=3.0), robot, log=lines.append)
     hung = be.workers[0].pid
     os.kill(hung, signal.SIGSTOP)  # alive, holds its CPU, never answers

@@ -117,12 +117,13 @@ def _stand_in(run: Run, ro: RunRollout, k: int) -> Run:
     return dataclasses.replace(run, q=ro.q[k], dq=ro.dq[k], ee_pos=ro.ee_pos[k])
 
 
-def _disturbance(backend: ReplayBackend, run: Run, sigma: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def disturbance_for(backend: ReplayBackend, run: Run, sigma: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A white torque disturbance of ``sigma`` (N,) [N m] per tick, long enough for ``run`` on ``backend``."""
     ticks = int(getattr(getattr(backend, "options", None), "warmup_ticks", 50)) + int(run.sample_ticks()[-1]) + 2
     return sigma[None, :] * rng.standard_normal((ticks, sigma.size))
 
 
-def _split(r: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+def split_variance(r: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     """(C,) white and coloured variance of one run's (T, C) residual channels; the coloured one is the variance of
     an ``m``-sample moving average less the white noise's share of it (1 / m): a smooth part passes the average,
     white noise does not, so the estimate is not the small difference of two large numbers."""
@@ -133,7 +134,7 @@ def _split(r: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _window(run: Run) -> int:
-    """Samples in the moving average of :func:`_split`: about 25 ms, at least 3."""
+    """Samples in the moving average of :func:`split_variance`: about 25 ms, at least 3."""
     dt = float(np.median(np.diff(run.t))) if run.t.size > 1 else 1e-3
     return max(3, int(round(AVERAGE_S / max(dt, 1e-6))))
 
@@ -161,17 +162,17 @@ def estimate_process_noise(backend: ReplayBackend, space: ParamSpace, x0: np.nda
     Hinv = pinv_normalized(sens.hessian(), space.widths()[sens.cont]).Hinv
     base = backend.rollout(batch, list(runs))
     ms = [_window(r) for r in runs]
-    white = [_split(r, m)[0] for r, m in zip(sens.r, ms)]
-    obs = np.concatenate([_split(r, m)[1] for r, m in zip(_project_out(sens, Hinv, sens.r), ms)])
+    white = [split_variance(r, m)[0] for r, m in zip(sens.r, ms)]
+    obs = np.concatenate([split_variance(r, m)[1] for r, m in zip(_project_out(sens, Hinv, sens.r), ms)])
     rng = np.random.default_rng(seed)
     A = np.empty((obs.size, n))
     for j in range(n):
         sig = np.zeros(n)
         sig[j] = sigma_cal
-        dist = [_disturbance(backend, r, sig, rng) for r in runs]
+        dist = [disturbance_for(backend, r, sig, rng) for r in runs]
         pert = backend.rollout(batch, list(runs), disturbance=dist)
         resp = [_residuals(b, p, r, weights, w) for b, p, r, w in zip(base, pert, runs, tw)]
-        A[:, j] = np.concatenate([_split(r, m)[1] for r, m in zip(_project_out(sens, Hinv, resp), ms)]) / sigma_cal**2
+        A[:, j] = np.concatenate([split_variance(r, m)[1] for r, m in zip(_project_out(sens, Hinv, resp), ms)]) / sigma_cal**2
     var, _ = nnls(A, obs)
     a = A.sum(axis=1)
     common = float(np.sqrt(max(0.0, float(a @ obs) / max(float(a @ a), 1e-300))))
@@ -189,7 +190,7 @@ def replicate_residuals(backend: ReplayBackend, space: ParamSpace, x0: np.ndarra
     batch = space.to_batch(np.asarray([x0]))
     rng = np.random.default_rng(seed + 1)
     for _ in range(replicates):
-        dist = [_disturbance(backend, r, sigma_w, rng) for r in runs]
+        dist = [disturbance_for(backend, r, sigma_w, rng) for r in runs]
         reps = backend.rollout(batch, list(runs), disturbance=dist)
         out = []
         for b, rep, r, w, wv in zip(base, reps, runs, tw, white):
