@@ -261,3 +261,21 @@ def test_state_age_model_runs_on_the_workers_and_matches_local(cluster):
     # the workers collapsed the dense rollout: only the 50 Hz rows came back
     assert be.stats.last_result_bytes == sum(a.nbytes for a in (out.q, out.dq, out.ee_pos, out.ee_quat, out.tau,
                                                                 out.diverged))
+
+
+@needs_ray
+def test_a_torque_disturbance_runs_on_the_workers_and_matches_local(cluster, twin_csvs):
+    """The process-noise check of the intervals (intervals/process_noise.py) pushes replicates with a torque
+    disturbance: on Ray workers it must give the local bits, so a cluster fit's intervals are widened alike."""
+    run = read_run(twin_csvs[0])
+    robot = load_robot("franka_panda")
+    batch = CandidateBatch(armature=np.full((3, N), 0.1), friction=np.full((3, N), 0.2), viscous=np.full((3, N), 0.3),
+                           delay=np.array([0, 1, 2]))
+    local_be = build_backend(FitArgs.build(), robot)
+    ticks = local_be.options.warmup_ticks + int(run.sample_ticks()[-1]) + 2
+    dist = [0.05 * np.random.default_rng(3).standard_normal((ticks, N))]
+    local = local_be.rollout(batch, [run], disturbance=dist)[0]
+    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2), robot, log=lambda s: None)
+    (out,) = be.rollout(batch, [run], disturbance=dist)
+    np.testing.assert_array_equal(out.q, local.q)
+    assert np.abs(out.q - be.rollout(batch, [run])[0].q).max() > 1e-6  # the disturbance acted

@@ -181,11 +181,14 @@ class ReplicaWorker:
     def describe(self) -> WorkerInfo:
         return self.info
 
-    def rollout(self, key: str, runs_box: list, batch: CandidateBatch) -> tuple[list[RunRollout], float]:
-        """Roll ``batch`` out on the run set ``key`` (fetched once from ``runs_box[0]``); the rollouts and [s]."""
+    def rollout(self, key: str, runs_box: list, batch: CandidateBatch,
+                disturbance: list | None = None) -> tuple[list[RunRollout], float]:
+        """Roll ``batch`` out on the run set ``key`` (fetched once from ``runs_box[0]``); the rollouts and [s].
+        ``disturbance``: per run, a torque added every tick (the MuJoCo backend's; intervals/process_noise.py)."""
         runs = self._run_set(key, runs_box)
         t0 = time.perf_counter()
-        out = list(self.backend.rollout(batch, runs))
+        kw = {} if disturbance is None else {"disturbance": disturbance}
+        out = list(self.backend.rollout(batch, runs, **kw))
         return out, time.perf_counter() - t0
 
     def loss(self, key: str, runs_box: list, batch: CandidateBatch, weights: LossWeights,
@@ -553,15 +556,21 @@ class RayBackend:
         self.log(f"cluster: {ev.line()}; {note}")
 
     # --------------------------------------------------------------- rollout
-    def rollout(self, batch: CandidateBatch, runs: Sequence[Run]) -> list[RunRollout]:
-        """Replay every run for every candidate on the workers (see :class:`ReplayBackend`), in candidate order.
+    def rollout(self, batch: CandidateBatch, runs: Sequence[Run], *,
+                disturbance: Sequence[np.ndarray | None] | None = None) -> list[RunRollout]:
+        """Replay every run for every candidate on the workers (see :class:`ReplayBackend`), in candidate order;
+        ``disturbance`` as :meth:`~isaaclab_sysid.sim.mujoco_backend.MujocoBackend.rollout` (MuJoCo workers only).
 
         Raises:
             UnsupportedParameterError: a group the workers' backend cannot represent.
+            TypeError: a disturbance for workers whose backend cannot take one.
             ClusterLostError: no worker left and none can be started; ClusterError: a slice
                 failed on :data:`MAX_ATTEMPTS` workers.
         """
-        gathered = concat_rollouts(self._scatter(batch, runs, "rollout"))
+        if disturbance is not None and self.recipe.backend != "mujoco":
+            raise TypeError(f"the '{self.recipe.backend}' backend on the workers takes no torque disturbance")
+        args = () if disturbance is None else (list(disturbance),)
+        gathered = concat_rollouts(self._scatter(batch, runs, "rollout", *args))
         self._account(_nbytes(gathered))
         return gathered
 
