@@ -59,7 +59,7 @@ def one_seed(s: int, a: argparse.Namespace, work: Path) -> dict:
     out = folder / "clie"
     rargs = clie.RefineArgs(rb_params=rb / "rb_params.json", runs=tuple(paths[:2]), heldout=(paths[2],),
                             delay=PARAMS.delay, out=out, passes=a.passes, max_iter=a.max_iter,
-                            audit_uniform=2000, audit_dense=1000, seeds=(0,))
+                            audit_uniform=2000, audit_dense=1000, seeds=(0,), ls_weight=a.ls_weight)
     if clie.main_from_args(rargs) != 0:
         raise RuntimeError(f"seed {s}: CLIE failed")
     body = json.loads((out / "clie.json").read_text())
@@ -91,6 +91,7 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=8.0, help="run length [s]")
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--max-iter", type=int, default=15)
+    ap.add_argument("--ls-weight", type=float, default=1.0, help="refine_inertials.py --ls-weight (1: the LS data as they are)")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here")
     a = ap.parse_args()
     t0 = time.perf_counter()
