@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import nnls
@@ -100,14 +100,13 @@ class ProcessNoise:
     labels: list[str]
     replicates: int
     skipped: str = ""
-    notes: list[str] = field(default_factory=list)
     sigma_common: float = 0.0
 
     def to_json(self) -> dict:
         return {"sigma_w_nm": self.sigma_w.tolist(), "sigma_common_nm": self.sigma_common,
                 "coloured_share": self.coloured_share,
                 "std": dict(zip(self.labels, self.std.tolist())), "replicates": self.replicates,
-                "skipped": self.skipped, "notes": self.notes,
+                "skipped": self.skipped,
                 "note": "white torque disturbance per joint the replay cannot see, estimated from the coloured "
                         "part of the residual; std: what it and the measurement noise do to the fitted numbers"}
 
