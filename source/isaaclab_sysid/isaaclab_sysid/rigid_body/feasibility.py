@@ -21,6 +21,7 @@ import cvxpy as cp
 import numpy as np
 
 from isaaclab_sysid.rigid_body.base_params import BaseParameters
+from isaaclab_sysid.rigid_body.log_cholesky import pseudo_inertia
 from isaaclab_sysid.rigid_body.regressor import Regressor
 
 
@@ -150,20 +151,6 @@ def audit_mass_matrix(
 
 
 # -------------------------------------------------------------------- SDP
-def pseudo_inertia(pi_link: np.ndarray) -> np.ndarray:
-    """(4, 4) pseudo-inertia [[tr(I)/2 1 - I, h], [h^T, m]] of one link's 10 Pinocchio parameters."""
-    m, h = pi_link[0], pi_link[1:4]
-    I = np.array(
-        [[pi_link[4], pi_link[5], pi_link[7]], [pi_link[5], pi_link[6], pi_link[8]], [pi_link[7], pi_link[8], pi_link[9]]]
-    )
-    J = np.zeros((4, 4))
-    J[:3, :3] = 0.5 * np.trace(I) * np.eye(3) - I
-    J[:3, 3] = h
-    J[3, :3] = h
-    J[3, 3] = m
-    return J
-
-
 def link_min_eigs(pi: np.ndarray, n_links: int) -> np.ndarray:
     """(n_links,) smallest eigenvalue of each link's pseudo-inertia."""
     return np.array([np.linalg.eigvalsh(pseudo_inertia(pi[10 * i : 10 * i + 10]))[0] for i in range(n_links)])
