@@ -27,7 +27,6 @@ threshold at ``alpha`` (0.001 over the joints), so a right model seldom cries wo
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -38,7 +37,7 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
-from isaaclab_sysid.intervals.curvature import integrated_autocorr_time, run_meats, sensitivity
+from isaaclab_sysid.intervals.curvature import Sensitivity, hac_bandwidth, run_meats, sensitivity
 from isaaclab_sysid.intervals.process_noise import estimate_process_noise, replicate_residuals
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.sim.shooting import is_torque_run
@@ -122,10 +121,7 @@ def static_friction_test(backend: ReplayBackend, space: ParamSpace, x0: np.ndarr
     C = np.zeros((S.size, len(sens.labels)))
     C[:, F] = -A
     C[np.arange(S.size), S] = 1.0
-    tau = integrated_autocorr_time(sens.r)
-    Tmin = min(r.shape[0] for r in sens.r)
-    L = min(max(1, math.ceil(2 * tau)), max(1, Tmin // 4))
-    V = C @ run_meats(sens, L) @ C.T
+    V = C @ run_meats(sens, hac_bandwidth(sens.r)) @ C.T
     sd = np.sqrt(np.clip(np.diag(V), 1e-300, None))
     sd = np.maximum(sd, _replicate_sd(backend, aug, xa, runs, sens, weights, traj_weights, C))
     # the loss rises with dynamic_ratio where a static peak helps: g_S = J_S^T r > 0 (d loss / d ratio = 2 g_S)
@@ -135,7 +131,7 @@ def static_friction_test(backend: ReplayBackend, space: ParamSpace, x0: np.ndarr
     return StaticFrictionTest([float(v) for v in z], thr, joints, alpha, list(space.joint_names))
 
 
-def _replicate_sd(backend: ReplayBackend, space: ParamSpace, x: np.ndarray, runs: Sequence[Run], sens,
+def _replicate_sd(backend: ReplayBackend, space: ParamSpace, x: np.ndarray, runs: Sequence[Run], sens: Sensitivity,
                   weights: LossWeights, traj_weights: Sequence[float] | None, C: np.ndarray) -> np.ndarray:
     """(|S|,) standard error of the efficient score over replicates pushed by the estimated torque disturbance
     (intervals/process_noise.py): under process noise the kernel meat under-counts the score's variance."""
@@ -143,8 +139,7 @@ def _replicate_sd(backend: ReplayBackend, space: ParamSpace, x: np.ndarray, runs
         est = estimate_process_noise(backend, space, x, list(runs), sens, weights, traj_weights)
     except TypeError:  # a backend that cannot inject a disturbance: the kernel estimate alone
         return np.zeros(C.shape[0])
-    J = [np.nan_to_num(j) for j in sens.J]
-    S = np.asarray([C @ sum(np.einsum("tcp,tc->p", j, r) for j, r in zip(J, rs)) for rs in
+    S = np.asarray([C @ sens.score_sum(rs) for rs in
                     replicate_residuals(backend, space, x, list(runs), weights, traj_weights, est.sigma_w, est.base,
                                         est.white)])
     return np.sqrt(np.mean(S**2, axis=0))

@@ -103,6 +103,15 @@ class Sensitivity:
     def hessian(self) -> np.ndarray:
         return sum(np.einsum("tcp,tcq->pq", J, J) for J in self.J)
 
+    def score_sum(self, rs: Sequence[np.ndarray]) -> np.ndarray:
+        """(p,) sum over runs and samples of J^T r for other residuals ``rs`` of the same runs (per run, (T, C));
+        non-finite Jacobian entries count as 0."""
+        return sum(np.einsum("tcp,tc->p", np.nan_to_num(J), r) for J, r in zip(self.J, rs))
+
+    def gauss_newton_inverse(self) -> np.ndarray:
+        """(p, p) (J^T J)^+ in decoded units (the rank tolerance of :func:`pinv_normalized`)."""
+        return pinv_normalized(self.hessian(), self.space.widths()[self.cont]).Hinv
+
     def scores(self) -> list[np.ndarray]:
         """Per run, (T, p) score contributions g_t = sum_c J_tc r_tc (the gradient of the loss is 2 sum g_t)."""
         return [np.einsum("tcp,tc->tp", J, r) for J, r in zip(self.J, self.r)]
@@ -180,6 +189,14 @@ def integrated_autocorr_time(rs: Sequence[np.ndarray], max_lag: int | None = Non
             break
         tau += 2.0 * rho[k]
     return float(tau)
+
+
+def hac_bandwidth(rs: Sequence[np.ndarray], tau: float | None = None) -> int:
+    """The Newey-West bandwidth [samples] of the residuals ``rs`` (per run, (T, C)): ceil(2 tau), at least 1, at
+    most T / 4 of the shortest run (tau: their integrated autocorrelation time, computed when not given)."""
+    tau = integrated_autocorr_time(rs) if tau is None else tau
+    t_min = min(r.shape[0] for r in rs)
+    return min(max(1, math.ceil(2 * tau)), max(1, t_min // 4))
 
 
 def hac_meat(scores: Sequence[np.ndarray], bandwidth: int) -> np.ndarray:
@@ -268,8 +285,7 @@ def curvature_intervals(
     n, p = sens.n_obs, len(sens.cont)
     s2 = sens.ssr / max(n - p, 1)
     tau = integrated_autocorr_time(sens.r)
-    Tmin = min(r.shape[0] for r in sens.r)
-    L = int(bandwidth if bandwidth is not None else min(max(1, math.ceil(2 * tau)), max(1, Tmin // 4)))
+    L = int(bandwidth if bandwidth is not None else hac_bandwidth(sens.r, tau))
     cov_naive = s2 * pi.Hinv
     cov_neff = tau * cov_naive
     meat = run_meats(sens, L)

@@ -49,7 +49,7 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.loss import LossWeights, run_weights
 from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.fit.residuals import run_residuals
-from isaaclab_sysid.intervals.curvature import Sensitivity, pinv_normalized
+from isaaclab_sysid.intervals.curvature import Sensitivity
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
 from isaaclab_sysid.sim.shooting import is_torque_run
 
@@ -141,9 +141,8 @@ def _window(run: Run) -> int:
 def _project_out(sens: Sensitivity, Hinv: np.ndarray, rs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Per run, the (T, C) residuals less their least-squares fit by a change of the fitted numbers,
     ``r - J (J^T J)^+ J^T r`` over all runs (what the fit would absorb, or an unconverged optimum leaves)."""
-    J = [np.nan_to_num(j) for j in sens.J]
-    step = Hinv @ sum(np.einsum("tcp,tc->p", j, r) for j, r in zip(J, rs))
-    return [r - np.einsum("tcp,p->tc", j, step) for j, r in zip(J, rs)]
+    step = Hinv @ sens.score_sum(rs)
+    return [r - np.einsum("tcp,p->tc", np.nan_to_num(j), step) for j, r in zip(sens.J, rs)]
 
 
 def _residuals(base: RunRollout, other: RunRollout, run: Run, weights: LossWeights, w_run: float) -> np.ndarray:
@@ -158,7 +157,7 @@ def estimate_process_noise(backend: ReplayBackend, space: ParamSpace, x0: np.nda
     n = runs[0].q.shape[1]
     tw = run_weights(traj_weights, len(runs))
     batch = space.to_batch(np.asarray([x0]))
-    Hinv = pinv_normalized(sens.hessian(), space.widths()[sens.cont]).Hinv
+    Hinv = sens.gauss_newton_inverse()
     base = backend.rollout(batch, list(runs))
     ms = [_window(r) for r in runs]
     white = [split_variance(r, m)[0] for r, m in zip(sens.r, ms)]
@@ -200,9 +199,8 @@ def replicate_residuals(backend: ReplayBackend, space: ParamSpace, x0: np.ndarra
 
 def process_noise_covariance(sens: Sensitivity, replicas) -> np.ndarray:
     """(p, p) second moment of the Gauss-Newton estimates ``-(J^T J)^+ J^T r_k`` over the replicates (step 2)."""
-    Hinv = pinv_normalized(sens.hessian(), sens.space.widths()[sens.cont]).Hinv
-    J = [np.nan_to_num(j) for j in sens.J]
-    S = np.asarray([-Hinv @ sum(np.einsum("tcp,tc->p", j, r) for j, r in zip(J, rs)) for rs in replicas])
+    Hinv = sens.gauss_newton_inverse()
+    S = np.asarray([-Hinv @ sens.score_sum(rs) for rs in replicas])
     return S.T @ S / len(S)
 
 
