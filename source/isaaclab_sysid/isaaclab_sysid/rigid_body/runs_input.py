@@ -71,9 +71,10 @@ def process_run(
     src = str(run.source or run.name)
     empty = [j for j in range(y.shape[1]) if not np.isfinite(y[:, j]).any()]
     if empty:
-        raise ValueError(f"{src}: column {signal}{empty[0] + 1} is empty (NaN in every row{'' if len(empty) == 1 else f'; {len(empty)} joints'}): "
-                         f"the least squares needs the {'measured' if signal == 'tau_J' else 'commanded'} torque; "
-                         f"log it, or pass --signal {'tau' if signal == 'tau_J' else 'tau_J'}")
+        what, other = ("measured", "tau") if signal == "tau_J" else ("commanded", "tau_J")
+        more = f"; {len(empty)} joints" if len(empty) > 1 else ""
+        raise ValueError(f"{src}: column {signal}{empty[0] + 1} is empty (NaN in every row{more}): the least squares "
+                         f"needs the {what} torque; log it, or pass --signal {other}")
     return preprocess(run.t, run.q, {signal: y}, options, source=src, velocity=run.dq if use_logged_velocity else None)
 
 

@@ -8,26 +8,24 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 
-def _file_mode() -> int:
-    """The mode a plain ``open(path, "w")`` gives a new file: 0666 less the process umask (read by creating a
-    probe file, so the umask is never changed under other threads)."""
-    fd, probe = tempfile.mkstemp(prefix=".umask.", suffix=".tmp")
-    os.close(fd)
-    try:
-        os.unlink(probe)
-        with open(probe, "w"):
-            pass
-        return os.stat(probe).st_mode & 0o777
-    finally:
-        if os.path.exists(probe):
-            os.unlink(probe)
+def _new_temp(path: Path) -> Path:
+    """Create an empty, unique temporary file beside ``path`` with the mode a plain ``open(path, "w")`` gives
+    (0666 less the umask, applied by the kernel; ``mkstemp`` would make it 0600)."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 @contextmanager
@@ -35,14 +33,11 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it replaces ``path`` atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = _new_temp(path)
     try:
         yield tmp_path
         with open(tmp_path, "rb+") as fh:
             os.fsync(fh.fileno())
-        os.chmod(tmp_path, _file_mode())  # mkstemp makes it 0600; an output file gets what open() would give
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():
