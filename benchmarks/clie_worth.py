@@ -59,7 +59,8 @@ def one_seed(s: int, a: argparse.Namespace, work: Path) -> dict:
     out = folder / "clie"
     rargs = clie.RefineArgs(rb_params=rb / "rb_params.json", runs=tuple(paths[:2]), heldout=(paths[2],),
                             delay=PARAMS.delay, out=out, passes=a.passes, max_iter=a.max_iter,
-                            audit_uniform=2000, audit_dense=1000, seeds=(0,), ls_weight=a.ls_weight)
+                            audit_uniform=2000, audit_dense=1000, seeds=(0,), ls_weight=a.ls_weight,
+                            ls_consistency=not a.no_ls_consistency)
     if clie.main_from_args(rargs) != 0:
         raise RuntimeError(f"seed {s}: CLIE failed")
     body = json.loads((out / "clie.json").read_text())
@@ -79,8 +80,8 @@ def one_seed(s: int, a: argparse.Namespace, work: Path) -> dict:
         "seed": s, "accepted": body["accepted"], "heldout": body["heldout"],
         "base_rel_error_median": {k: float(np.median(v)) for k, v in rel.items()},
         "z_base": ((value - tb) / std).tolist(), "z_base_ls": ((ls - tb) / ls_std).tolist(), "z_joint": jz,
-        "std_ratio_clie_ls_median": float(np.median(std / ls_std)),
-        "n_rollouts": body["n_rollouts"], "timing_s": body["timing_s"],
+        "std_ratio_clie_ls_median": float(np.median(std / ls_std)), "std_ratio": (std / ls_std).tolist(),
+        "ls_check": body["ls_check"], "n_rollouts": body["n_rollouts"], "timing_s": body["timing_s"],
     }
 
 
@@ -92,6 +93,8 @@ def main() -> int:
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--max-iter", type=int, default=15)
     ap.add_argument("--ls-weight", type=float, default=1.0, help="refine_inertials.py --ls-weight (1: the LS data as they are)")
+    ap.add_argument("--no-ls-consistency", action="store_true",
+                    help="refine_inertials.py --no-ls-consistency (the LS covariance taken as it is)")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here")
     a = ap.parse_args()
     t0 = time.perf_counter()
@@ -99,7 +102,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for s in range(a.first, a.first + a.seeds):
             rows.append(one_seed(s, a, Path(tmp)))
-            print(f"seed {s}: done at {time.perf_counter() - t0:.0f} s", flush=True)
+            lc = rows[-1]["ls_check"]
+            print(f"seed {s}: done at {time.perf_counter() - t0:.0f} s; LS term: weight / {lc['scale']:.3g}, "
+                  f"final factor {lc['factor']:.3g} (chi2 {lc['chi2']:.4g} on {lc['redundancy']:.3g})", flush=True)
     stages = clie.STAGES
     print(f"\n{a.seeds} twins, {a.duration:g} s runs (2 fit, 1 held out), {time.perf_counter() - t0:.0f} s")
     print("| stage | held-out torque RMSE [N m] | held-out input error RMSE [N m] | base-parameter error (median rel.) |")

@@ -15,12 +15,15 @@ Objective (a sum of squares, minimized by scipy's trust-region-reflective least 
 batched forward-difference Jacobian, one rollout per coordinate)::
 
     sum_runs sum_t sum_j ((tau_sim - tau_log)_tj / sigma_j)^2                 (closed-loop input error)
-  + ls_weight    (K_I pi - theta_I)^T Cov_II^-1 (K_I pi - theta_I)              (the LS base parameters)
+  + ls_weight/c  (K_I pi - theta_I)^T Cov_II^-1 (K_I pi - theta_I)              (the LS base parameters)
   + prior_weight sum_k ((pi_k - pi_URDF,k) / s_k)^2   over the refined bodies   (the SDP's URDF prior)
 
 ``I`` are the base parameters whose group holds no friction/offset term (viscous, Coulomb and
 offset are left to the replay, whose friction is MuJoCo's; docs/rigid_body.md says why the LS
-friction groups are biased); Cov is the LS HAC covariance. With the replay term removed the
+friction groups are biased); Cov is the LS HAC covariance conditioned by :func:`conditioned_cov`
+(estimated from few effectively independent stretches, it is nearly singular as it comes); c is the
+LS term's variance factor against the closed loop (:func:`ls_variance_factor`, Helmert), 1 in the
+first pass, then the product of the factors above 1 (``ls_consistency``). With the replay term removed the
 objective is the SDP's MAP objective on those base parameters, so the refinement starts at (near)
 its own optimum without the replay and moves only as far as the closed loop asks. ``sigma_j`` is
 the input-error RMS of joint j times sqrt(kappa_j), kappa_j the long-run variance ratio of its
@@ -33,7 +36,8 @@ the pipeline's pose set) passes; otherwise the SDP set stands and the reason is 
 
 Uncertainty: a sandwich covariance ``H^-1 S H^-1`` (H = J^T J of the whitened residuals); S is the
 Newey-West estimate of the input-error scores within each run (the residuals are correlated in
-time) plus the information of the LS and prior terms. Reported for the identifiable base
+time) plus the information of the LS term (times its final variance factor, when above 1) and of
+the prior. Reported for the identifiable base
 parameters of the inertial subset and for the joint terms.
 
 Modules, in pipeline order: ``backend`` (the replay with per-candidate inertials), ``options``,
@@ -54,8 +58,8 @@ from isaaclab_sysid.rigid_body.clie.starts import (
     joint_start_from_fit,
     joint_start_from_rb_params,
 )
-from isaaclab_sysid.rigid_body.clie.objective import inertial_subset, ClieObjective
-from isaaclab_sysid.rigid_body.clie.refinement import ClieResult, hac_scores, refine
+from isaaclab_sysid.rigid_body.clie.objective import conditioned_cov, inertial_subset, ClieObjective
+from isaaclab_sysid.rigid_body.clie.refinement import ClieResult, hac_scores, ls_variance_factor, refine
 from isaaclab_sysid.rigid_body.clie.stages import STAGES, StageScores, score_stages
 from isaaclab_sysid.rigid_body.clie.files import CLIE_SCHEMA, clie_body, write_clie
 from isaaclab_sysid.rigid_body.clie.cli import RefineArgs, check_flags, main_from_args, print_summary
@@ -72,10 +76,12 @@ __all__ = [
     "JointStart",
     "joint_start_from_fit",
     "joint_start_from_rb_params",
+    "conditioned_cov",
     "inertial_subset",
     "ClieObjective",
     "ClieResult",
     "hac_scores",
+    "ls_variance_factor",
     "refine",
     "STAGES",
     "StageScores",

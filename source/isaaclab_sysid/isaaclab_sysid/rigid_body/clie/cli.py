@@ -47,6 +47,10 @@ class RefineArgs:
     """Refine armature, Coulomb and viscous friction jointly (--no-joint-terms holds the joint fit's)."""
     ls_weight: float = 1.0
     """Weight of the LS base-parameter term (0: the closed loop and the prior only)."""
+    ls_consistency: bool = True
+    """Re-weight the LS term by its variance factor against the closed loop (Helmert; only ever down) before
+    each pass after the first, and widen its share of the intervals by it (--no-ls-consistency: take the LS
+    covariance as it is)."""
     prior_weight: float = 1.0
     """Weight of the SDP's URDF prior on the refined bodies."""
     prior_rel_std: float = 0.3
@@ -86,6 +90,7 @@ class RefineArgs:
         """The :class:`ClieOptions` of these flags (checked)."""
         return ClieOptions(
             bodies=tuple(self.bodies), joint_terms=self.joint_terms, ls_weight=self.ls_weight,
+            ls_consistency=self.ls_consistency,
             prior_weight=self.prior_weight, prior_rel_std=self.prior_rel_std, stride=self.stride,
             passes=self.passes, max_iter=self.max_iter, fd_step=self.fd_step, ftol=self.ftol,
             hac_lag_s=self.hac_lag_s, clamp_margin=self.clamp_margin, torque_clamp=self.torque_clamp,

@@ -43,6 +43,7 @@ def clie_body(obj: ClieObjective, result: ClieResult, scores: StageScores | None
         "delay_ticks": result.delay,
         "sigma_input_error": result.sigma.tolist(),
         "passes": result.passes,
+        "ls_check": result.ls_check,
         "joint_terms": {g: {"value": result.joint[g].tolist(), "std": result.joint_std[g].tolist(),
                             "start": result.joint_start[g].tolist()} for g in JOINT_GROUPS},
         "base_parameters": {

@@ -14,7 +14,7 @@ from isaaclab_sysid.rigid_body.options import require
 
 #: Option -> the flag of ``scripts/refine_inertials.py`` that sets it.
 FLAGS = {
-    "bodies": "--bodies", "joint_terms": "--no-joint-terms", "ls_weight": "--ls-weight",
+    "bodies": "--bodies", "joint_terms": "--no-joint-terms", "ls_weight": "--ls-weight", "ls_consistency": "--no-ls-consistency",
     "prior_weight": "--prior-weight", "prior_rel_std": "--prior-rel-std", "stride": "--stride",
     "passes": "--passes", "max_iter": "--max-iter", "fd_step": "--fd-step", "ftol": "--ftol",
     "hac_lag_s": "--hac-lag-s", "clamp_margin": "--clamp-margin", "audit_grid": "--audit-grid",
@@ -31,6 +31,10 @@ class ClieOptions:
         bodies: moving-body (link) names to refine; () = every moving body.
         joint_terms: refine armature, Coulomb and viscous friction jointly (else hold the joint fit's).
         ls_weight: weight of the LS base-parameter term (1: the LS data as they are; 0: replay only).
+        ls_consistency: before each pass after the first, divide that weight by the LS term's variance
+            factor (its Helmert variance component against the closed loop, when above 1), and scale the
+            LS information in the sandwich by the final one: an LS estimate that disagrees with the
+            closed loop by more than its covariance allows counts for what the disagreement says.
         prior_weight, prior_rel_std: the SDP's URDF prior on the refined bodies (:func:`.feasibility.prior_std`).
         stride: use every ``stride``-th logged sample of the input error (1 kHz logs: 10 -> 100 Hz).
         passes: least-squares passes; the per-joint noise level sigma is re-estimated before each one.
@@ -48,6 +52,7 @@ class ClieOptions:
     bodies: tuple[str, ...] = ()
     joint_terms: bool = True
     ls_weight: float = 1.0
+    ls_consistency: bool = True
     prior_weight: float = 1.0
     prior_rel_std: float = 0.3
     stride: int = 10

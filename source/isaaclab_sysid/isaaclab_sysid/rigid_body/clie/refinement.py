@@ -38,6 +38,9 @@ class ClieResult:
         joint_std: armature, friction, viscous std (N,) each (zeros when not refined).
         audit: the all-pose audit of the refined set.
         link_min_eig: (N,) smallest pseudo-inertia eigenvalue of every moving body.
+        ls_check: the LS term's consistency with the closed loop at the end: chi2, redundancy, factor
+            (:func:`ls_variance_factor`), scale (the weight divisor of the last pass) and the factor the
+            intervals used (1 with ``ls_consistency`` off).
         n_rollouts: (candidate, run) replays spent; timing_s: wall time per step [s].
     """
 
@@ -64,6 +67,7 @@ class ClieResult:
     clean: np.ndarray
     audit: AuditResult
     link_min_eig: np.ndarray
+    ls_check: dict[str, float] = field(default_factory=dict)
     n_rollouts: int = 0
     timing_s: dict[str, float] = field(default_factory=dict)
 
@@ -96,15 +100,34 @@ def hac_scores(J: np.ndarray, r: np.ndarray, blocks: Sequence[tuple[int, int]], 
     return S
 
 
-def _sandwich(obj: ClieObjective, J: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """(D, D) H^-1 S H^-1: H = J^T J; S = Newey-West of the replay scores + the LS and prior information."""
-    M = obj.n_replay()
+def ls_variance_factor(obj: ClieObjective, J: np.ndarray, r: np.ndarray) -> tuple[float, float, float]:
+    """The LS term's Helmert variance component at a solution: (chi2, redundancy, factor = chi2 / redundancy).
+
+    chi2 is the LS block's share of the whitened sum of squares (at the current weight), the redundancy
+    its number of rows less its leverage tr(J_L H^-1 J_L^T): what chi2 should be if the LS estimate and
+    the closed loop agree within the LS covariance. A factor above 1 says they disagree by more.
+    """
+    M, nL = obj.n_replay(), obj.subset.size
+    if nL == 0 or obj.options.ls_weight == 0:
+        return 0.0, 0.0, 1.0
+    JL, rL = J[M: M + nL], r[M: M + nL]
+    Hi = np.linalg.pinv(J.T @ J, rcond=1e-12)
+    redundancy = float(nL - np.trace(JL @ Hi @ JL.T))
+    chi2 = float(rL @ rL)
+    return chi2, redundancy, chi2 / max(redundancy, 1e-9)
+
+
+def _sandwich(obj: ClieObjective, J: np.ndarray, r: np.ndarray, ls_factor: float = 1.0) -> np.ndarray:
+    """(D, D) H^-1 S H^-1: H = J^T J; S = Newey-West of the replay scores + the LS information times
+    ``ls_factor`` (its variance factor, >= 1) + the prior information."""
+    M, nL = obj.n_replay(), obj.subset.size
     H = J.T @ J
     blocks, a = [], 0
     for rows in obj.rows:
         blocks.append((a, a + rows.size * obj.n_dof))
         a += rows.size * obj.n_dof
-    S = hac_scores(J[:M], r[:M], blocks, obj.n_dof, obj.hac_lags()) + J[M:].T @ J[M:]
+    JL, JP = J[M: M + nL], J[M + nL:]
+    S = hac_scores(J[:M], r[:M], blocks, obj.n_dof, obj.hac_lags()) + ls_factor * (JL.T @ JL) + JP.T @ JP
     Hi = np.linalg.pinv(H, rcond=1e-12)
     cov = Hi @ S @ Hi
     return 0.5 * (cov + cov.T)
@@ -118,13 +141,19 @@ def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a pri
     t0 = time.perf_counter()
     for k in range(o.passes):
         sigma, kappa = obj.set_sigma(z)
+        if k > 0 and o.ls_consistency:
+            chi2, red, f = ls_variance_factor(obj, obj.jacobian(z), obj.residuals(z))
+            obj.ls_scale = max(1.0, obj.ls_scale * f)
+            log(f"[clie pass {k + 1}/{o.passes}] LS term: chi2 {chi2:.4g} on {red:.3g} redundant rows "
+                f"(factor {f:.3g}); its weight is now ls_weight / {obj.ls_scale:.3g}")
         cost0 = 0.5 * float(np.sum(obj.residuals(z) ** 2))
         res = scipy.optimize.least_squares(
             obj.residuals, z, jac=obj.jacobian, bounds=(obj.lower, obj.upper), method="trf", x_scale="jac",
             ftol=o.ftol, xtol=1e-12, gtol=1e-12, max_nfev=3 * o.max_iter,
         )
         z = res.x
-        passes.append({"pass": k + 1, "sigma": sigma.tolist(), "kappa": kappa.tolist(), "cost_start": cost0,
+        passes.append({"pass": k + 1, "sigma": sigma.tolist(), "kappa": kappa.tolist(), "ls_scale": obj.ls_scale,
+                       "cost_start": cost0,
                        "cost_end": float(res.cost),
                        "evaluations": int(res.nfev), "jacobians": int(res.njev or 0), "status": int(res.status),
                        "message": str(res.message)})
@@ -134,7 +163,9 @@ def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a pri
     t0 = time.perf_counter()
     r = obj.residuals(z)
     J = obj.jacobian(z)
-    cov_z = _sandwich(obj, J, r)
+    ls_chi2, ls_red, ls_f = ls_variance_factor(obj, J, r)
+    ls_factor = max(1.0, ls_f) if o.ls_consistency else 1.0
+    cov_z = _sandwich(obj, J, r, ls_factor)
     timing["covariance"] = time.perf_counter() - t0
     pi = obj.standard(z)
     dpi = obj.dstandard(z)
@@ -170,5 +201,7 @@ def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a pri
         delay=int(obj.joints.delay), sigma=obj.sigma.copy(), passes=passes, cov_z=cov_z, subset=obj.subset,
         base=obj.K_I @ pi, base_std=np.sqrt(np.maximum(np.diag(base_cov), 0.0)),
         base_start=obj.K_I @ obj.start.pi_sdp, base_ls=obj.theta_I.copy(), base_ls_std=std_ls,
-        joint_std=joint_std, clean=clean, audit=audit, link_min_eig=lmin, n_rollouts=obj.n_rollouts, timing_s=timing,
+        joint_std=joint_std, clean=clean, audit=audit, link_min_eig=lmin,
+        ls_check={"chi2": ls_chi2, "redundancy": ls_red, "factor": ls_f, "scale": obj.ls_scale,
+                  "interval_factor": ls_factor}, n_rollouts=obj.n_rollouts, timing_s=timing,
     )

@@ -35,6 +35,8 @@ class RigidBodyStart:
         preprocess: how the identification preprocessed its runs (the held-out torque prediction repeats it).
         signal: the LS output signal (``tau_J`` or ``tau``); logged_velocity: the logged dq was used.
         source: where it came from (a file, or "identify()").
+        cov_white: (b, b) the LS white-noise covariance (the frame in which the refinement conditions
+            ``cov``: :func:`isaaclab_sysid.rigid_body.clie.objective.conditioned_cov`).
     """
 
     regressor: Regressor
@@ -46,6 +48,7 @@ class RigidBodyStart:
     signal: str = "tau_J"
     logged_velocity: bool = True
     source: str = "identify()"
+    cov_white: np.ndarray | None = None
 
     @property
     def pi_ols(self) -> np.ndarray:
@@ -59,7 +62,7 @@ class RigidBodyStart:
         require(res.data.gains is None, "CLIE compares torques: identify from runs with a torque output (--runs)")
         return cls(res.regressor, res.base, np.asarray(res.fit.theta, float), np.asarray(res.cov_hac, float),
                    np.asarray(res.reconstruction.pi, float), PreprocessOptions(**rec["options"]), res.data.signal,
-                   "logged velocity" in str(rec.get("derivatives", "")))
+                   "logged velocity" in str(rec.get("derivatives", "")), cov_white=np.asarray(res.fit.cov, float))
 
 
 def load_rigid_body(path: str | Path, robot: Robot) -> RigidBodyStart:
@@ -91,6 +94,7 @@ def load_rigid_body(path: str | Path, robot: Robot) -> RigidBodyStart:
                 f"{path}: base_parameters.names are not reproduced by its QR settings")
         theta = np.asarray(body["estimate"]["theta"], dtype=float)
         cov = np.asarray(body["estimate"]["cov_hac"], dtype=float)
+        cov_white = np.asarray(body["estimate"]["cov"], dtype=float)
         std = body["reconstruction"]["standard"]
         pi = np.array([float(std[n]) for n in reg.param_names])
         pre = body["preprocessing"][0]
@@ -100,11 +104,12 @@ def load_rigid_body(path: str | Path, robot: Robot) -> RigidBodyStart:
     except (TypeError, ValueError) as exc:
         raise RigidBodyError(f"{path}: {exc}") from None
     b = base.rank
-    require(theta.shape == (b,) and cov.shape == (b, b) and np.all(np.isfinite(theta)) and np.all(np.isfinite(cov)),
-            f"{path}: estimate.theta/cov_hac must be finite with {b} base parameters")
+    require(theta.shape == (b,) and cov.shape == (b, b) and cov_white.shape == (b, b)
+            and np.all(np.isfinite(theta)) and np.all(np.isfinite(cov)) and np.all(np.isfinite(cov_white)),
+            f"{path}: estimate.theta/cov/cov_hac must be finite with {b} base parameters")
     require(np.all(np.isfinite(pi)), f"{path}: reconstruction.standard has non-finite values")
     return RigidBodyStart(reg, base, theta, cov, pi, options, body["output"]["signal"],
-                          "logged velocity" in str(pre.get("derivatives", "")), str(path))
+                          "logged velocity" in str(pre.get("derivatives", "")), str(path), cov_white)
 
 
 @dataclass
