@@ -81,7 +81,7 @@ def one_seed(s: int, a: argparse.Namespace, work: Path) -> dict:
         "base_rel_error_median": {k: float(np.median(v)) for k, v in rel.items()},
         "z_base": ((value - tb) / std).tolist(), "z_base_ls": ((ls - tb) / ls_std).tolist(), "z_joint": jz,
         "std_ratio_clie_ls_median": float(np.median(std / ls_std)), "std_ratio": (std / ls_std).tolist(),
-        "ls_check": body["ls_check"], "n_rollouts": body["n_rollouts"], "timing_s": body["timing_s"],
+        "ls_check": body["ls_check"], "convergence": body["convergence"], "n_rollouts": body["n_rollouts"], "timing_s": body["timing_s"],
     }
 
 
@@ -104,7 +104,9 @@ def main() -> int:
             rows.append(one_seed(s, a, Path(tmp)))
             lc = rows[-1]["ls_check"]
             print(f"seed {s}: done at {time.perf_counter() - t0:.0f} s; LS term: weight / {lc['scale']:.3g}, "
-                  f"final factor {lc['factor']:.3g} (chi2 {lc['chi2']:.4g} on {lc['redundancy']:.3g})", flush=True)
+                  f"final factor {lc['factor']:.3g} (chi2 {lc['chi2']:.4g} on {lc['redundancy']:.3g}); last attempt's gain "
+                  f"{rows[-1]['convergence']['last_gain']:.3g} "
+                  f"({'converged' if rows[-1]['convergence']['converged'] else 'NOT converged'})", flush=True)
     stages = clie.STAGES
     print(f"\n{a.seeds} twins, {a.duration:g} s runs (2 fit, 1 held out), {time.perf_counter() - t0:.0f} s")
     print("| stage | held-out torque RMSE [N m] | held-out input error RMSE [N m] | base-parameter error (median rel.) |")

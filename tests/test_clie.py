@@ -139,7 +139,8 @@ def test_clie_recovers_the_twin_within_its_intervals(twin, tmp_path, capsys):
         v0 = np.array(body["joint_terms"][g]["start"])
         jz[g] = (v, v0, np.abs(v - tv) / s)
         print(f"{g}: value / truth {np.round(v / tv, 3)} (start {np.round(v0 / tv, 2)}), |z| {np.round(jz[g][2], 2)}")
-    print(f"coverage 2 sigma: base {np.mean(np.abs(z) < 2):.2f}, 3 sigma {np.mean(np.abs(z) < 3):.2f}")
+    print(f"coverage 2 sigma: base {np.mean(np.abs(z) < 2):.2f}, 3 sigma {np.mean(np.abs(z) < 3):.2f}; "
+          f"convergence {body['convergence']}; passes {[(q['restarts'], q['last_gain']) for q in body['passes']]}")
     halved = {g: float(np.median(np.abs(jz[g][0] - tv)) / np.median(np.abs(jz[g][1] - tv)))
               for g, tv in (("armature", PARAMS.armature), ("friction", PARAMS.friction), ("viscous", PARAMS.viscous))}
     print(f"median |z| {np.median(np.abs(z)):.2f}; base error CLIE/SDP median {np.median(err_clie / err_sdp):.2f}; "
@@ -149,6 +150,7 @@ def test_clie_recovers_the_twin_within_its_intervals(twin, tmp_path, capsys):
     assert np.mean(np.abs(z) < 2) >= 0.8 and np.mean(np.abs(z) < 3) >= 0.9 and np.median(np.abs(z)) < 1.5
     assert all(np.all(jz[g][2] < 3) for g in jz), {g: jz[g][2] for g in jz}
     assert body["ls_check"]["redundancy"] > 0 and body["ls_check"]["interval_factor"] >= 1
+    assert body["convergence"]["converged"] and "warning:" not in printed, body["convergence"]
     assert np.median(err_clie / err_sdp) < 1.05  # never worse than the start on the inertial base parameters
     for g in halved:
         assert halved[g] < 0.6, g  # the joint terms' error from the start at least nearly halved
@@ -162,6 +164,23 @@ def test_clie_recovers_the_twin_within_its_intervals(twin, tmp_path, capsys):
     seed = json.loads((out / "fit_seed.json").read_text())["best_params_decoded"]
     assert seed["motor_delay_steps"] == 2 and len(seed["armature"]) == 7
     assert "| CLIE |" in printed and "ACCEPTED" in printed
+
+
+def test_a_refinement_stopped_on_the_way_says_its_intervals_are_not_to_be_trusted(twin, tmp_path, capsys):
+    """One pass of one trust-region iteration and no restart: the budget ends before the refinement shows that
+    it has stopped moving, so clie.json marks the end point not converged and the summary warns, naming the
+    flags that give it more."""
+    paths, _, _, rb_params = twin
+    out = tmp_path / "clie"
+    argv = ["--rb-params", str(rb_params), "--runs", str(paths[0]), str(paths[1]), "--delay", "2", "--out", str(out),
+            "--passes", "1", "--max-iter", "1", "--restarts", "0", "--audit-grid", "2", "--audit-uniform", "200",
+            "--audit-dense", "100", "--seeds", "0", "--threads", "2"]
+    assert load_script("refine_inertials").main(argv) == 0
+    printed = capsys.readouterr().out
+    conv = json.loads((out / "clie.json").read_text())["convergence"]
+    assert not conv["converged"] and conv["budget_ran_out"], conv
+    warning = [ln for ln in printed.splitlines() if ln.startswith("warning: the refinement did not converge")]
+    assert len(warning) == 1 and "--max-iter (now 1)" in warning[0] and "--restarts (now 0)" in warning[0], printed
 
 
 def test_the_ls_covariance_is_conditioned_against_the_white_noise_one():
@@ -223,6 +242,7 @@ def test_an_overconfident_ls_estimate_is_caught_by_its_variance_factor(twin, tmp
         (["--ls-weight", "0", "--prior-weight", "0"], "--prior-weight"),
         (["--clamp-margin", "1.5"], "--clamp-margin"),
         (["--delay", "-2"], "--delay"),
+        (["--restarts", "-1"], "--restarts"),
         (["--seeds"], "--seeds"),
     ],
 )

@@ -115,8 +115,9 @@ class IdentifyArgs:
     first moments, its square for inertias)."""
     prior_weight: float = 1.0
     """Weight of the prior term (0: nearest to the data only: unphysical splits)."""
-    sdp_covariance: str = "hac"
-    """Base-parameter covariance in the SDP: hac (Newey-West, autocorrelated residuals) or ols."""
+    sdp_covariance: str = "hac_conditioned"
+    """Base-parameter covariance in the SDP: hac_conditioned (Newey-West with its near-zero directions
+    floored at its mean long-run variance ratio), hac (Newey-West as it is) or ols."""
     hac_lag_s: float = 0.5
     """HAC window [s]."""
     mass_upper_factor: float | None = None

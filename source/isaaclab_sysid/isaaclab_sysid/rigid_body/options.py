@@ -17,7 +17,7 @@ METHODS = ("ols", "wls", "tls", "iv")
 #: ("penalized" is the earlier name of "map", still accepted).
 SDP_MODES = ("map", "exact", "auto", "penalized")
 #: Base-parameter covariances the SDP can use.
-SDP_COVARIANCES = ("hac", "ols")
+SDP_COVARIANCES = ("hac_conditioned", "hac", "ols")
 
 #: Option -> the flag of ``identify_rigid_body.py`` that sets it (options without a flag keep their name).
 FLAGS = {
@@ -79,7 +79,9 @@ class PipelineOptions:
         prior_weight: multiplier of the prior term (0: nearest to the data only).
         mass_upper_factor, mass_lower_factor: optional SDP bounds factor x URDF mass.
         sdp_covariance: covariance of the base parameters used by the SDP's Mahalanobis
-            term: "hac" (Newey-West, residual autocorrelation within ``hac_lag_s``) or "ols".
+            term: "hac_conditioned" (the Newey-West one with its eigenvalues against the white-noise
+            one floored at their mean: :func:`.estimate.conditioned_cov`), "hac" (Newey-West as it is,
+            residual autocorrelation within ``hac_lag_s``; nearly singular on short runs) or "ols".
         hac_lag_s: the HAC window [s].
         plots: write a PNG per held-out run.
     """
@@ -97,7 +99,7 @@ class PipelineOptions:
     prior_weight: float = 1.0
     mass_upper_factor: float | None = None
     mass_lower_factor: float | None = None
-    sdp_covariance: str = "hac"
+    sdp_covariance: str = "hac_conditioned"
     hac_lag_s: float = 0.5
     plots: bool = True
 

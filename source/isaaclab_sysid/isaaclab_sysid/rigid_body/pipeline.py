@@ -24,7 +24,7 @@ from isaaclab_sysid.rigid_body.drive_gains import (
     payload_from_regressor,
     payload_link_slice,
 )
-from isaaclab_sysid.rigid_body.estimate import LSResult, estimate, hac_covariance
+from isaaclab_sysid.rigid_body.estimate import conditioned_cov, LSResult, estimate, hac_covariance
 from isaaclab_sysid.rigid_body.feasibility import (
     AuditResult,
     Reconstruction,
@@ -320,6 +320,15 @@ def _audit(reg: Regressor, pi: np.ndarray, opt: PipelineOptions) -> AuditResult:
     )
 
 
+def sdp_covariance(fit: LSResult, cov_hac: np.ndarray, choice: str) -> np.ndarray:
+    """(b, b) the base-parameter covariance the SDP's Mahalanobis term uses (``--sdp-covariance``):
+    "hac_conditioned" (the HAC one floored against the white-noise one, :func:`.estimate.conditioned_cov`),
+    "hac" or "ols"."""
+    if choice == "hac_conditioned":
+        return conditioned_cov(cov_hac, fit.cov)
+    return cov_hac if choice == "hac" else fit.cov
+
+
 def _reconstruct(
     reg: Regressor, base: BaseParameters, fit: LSResult, cov_hac: np.ndarray, opt: PipelineOptions
 ) -> Reconstruction:
@@ -328,7 +337,7 @@ def _reconstruct(
         reg,
         base,
         fit.theta,
-        cov_hac if opt.sdp_covariance == "hac" else fit.cov,
+        sdp_covariance(fit, cov_hac, opt.sdp_covariance),
         eps=opt.sdp_eps,
         mode=opt.sdp_mode,
         prior_rel_std=opt.prior_rel_std,

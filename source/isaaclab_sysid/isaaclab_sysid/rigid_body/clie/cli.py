@@ -61,6 +61,9 @@ class RefineArgs:
     """Least-squares passes (the noise level is re-estimated before each)."""
     max_iter: int = 20
     """Caps a pass at 3 x this many residual evaluations (about this many trust-region iterations)."""
+    restarts: int = 2
+    """A least-squares attempt that still lowered the cost by more than 1 restarts its trust region from
+    its end point, at most this many times per pass (the last attempt's gain decides 'converged')."""
     fd_step: float = 1e-4
     """Forward-difference step (log-Cholesky units; x10 relative for the joint terms)."""
     ftol: float = 1e-6
@@ -92,7 +95,7 @@ class RefineArgs:
             bodies=tuple(self.bodies), joint_terms=self.joint_terms, ls_weight=self.ls_weight,
             ls_consistency=self.ls_consistency,
             prior_weight=self.prior_weight, prior_rel_std=self.prior_rel_std, stride=self.stride,
-            passes=self.passes, max_iter=self.max_iter, fd_step=self.fd_step, ftol=self.ftol,
+            passes=self.passes, max_iter=self.max_iter, restarts=self.restarts, fd_step=self.fd_step, ftol=self.ftol,
             hac_lag_s=self.hac_lag_s, clamp_margin=self.clamp_margin, torque_clamp=self.torque_clamp,
             slew_limit=self.slew_limit, warmup_ticks=self.warmup_ticks, audit_grid=self.audit_grid,
             audit_uniform=self.audit_uniform, audit_dense=self.audit_dense, audit_seeds=tuple(self.seeds),
@@ -164,6 +167,8 @@ def print_summary(obj: ClieObjective, result: ClieResult, scores: StageScores | 
     a = result.audit
     log(f"audit of the refined set: {'PASS' if a.passed else 'FAIL'} min eig {a.min_eig:.4g} over {a.n_poses} poses; "
         f"{verdict}")
+    if not result.convergence.get("converged", True):
+        log(f"warning: {result.convergence['warning']}")
     links = obj.links(result.z)
     sdp = obj.start.pi_sdp
     log("masses [kg] (SDP -> CLIE): " + ", ".join(

@@ -44,6 +44,7 @@ def clie_body(obj: ClieObjective, result: ClieResult, scores: StageScores | None
         "sigma_input_error": result.sigma.tolist(),
         "passes": result.passes,
         "ls_check": result.ls_check,
+        "convergence": result.convergence,
         "joint_terms": {g: {"value": result.joint[g].tolist(), "std": result.joint_std[g].tolist(),
                             "start": result.joint_start[g].tolist()} for g in JOINT_GROUPS},
         "base_parameters": {

@@ -13,6 +13,7 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.rigid_body.base_params import BaseParameters
 from isaaclab_sysid.rigid_body.clie.backend import InertialBackend
 from isaaclab_sysid.rigid_body.clie.options import ClieOptions
+from isaaclab_sysid.rigid_body.estimate import conditioned_cov
 from isaaclab_sysid.rigid_body.clie.starts import GROUP_TO_TERM, JOINT_GROUPS, JointStart, RigidBodyStart
 from isaaclab_sysid.rigid_body.feasibility import prior_std
 from isaaclab_sysid.rigid_body.log_cholesky import from_log_cholesky, parameter_jacobian, to_log_cholesky
@@ -27,29 +28,6 @@ def _whiten(cov: np.ndarray) -> np.ndarray:
     w, V = np.linalg.eigh(0.5 * (cov + cov.T))
     floor = max(1e-12 * float(w.max()), 1e-300) if w.max() > 0 else 1.0
     return (V / np.sqrt(np.maximum(w, floor))).T
-
-
-def conditioned_cov(cov: np.ndarray, cov_white: np.ndarray | None) -> np.ndarray:
-    """(b, b) the LS HAC covariance with its eigenvalues, in the frame where ``cov_white`` is the identity,
-    floored at their mean.
-
-    The Newey-West covariance is estimated from a few effectively independent stretches of correlated
-    residual (a few dozen for two 3-8 s runs at a 0.5 s window), fewer than the base parameters it
-    covers, so it is nearly singular: against the white-noise covariance its eigenvalues run from about
-    0.001 to 30 (Franka twin). Inverted as the LS term's weight, that is a thousand-fold confidence in
-    the directions where the estimate merely has not seen its noise (on the twin the truth sat 1200-1700
-    chi^2 units from the LS estimate on 48 parameters). The mean eigenvalue is the average long-run
-    variance ratio; no direction is taken as surer than that. ``cov_white`` None: ``cov`` as it is.
-    """
-    if cov_white is None:
-        return cov
-    Wo = _whiten(cov_white)
-    A = Wo @ cov @ Wo.T
-    lam, U = np.linalg.eigh(0.5 * (A + A.T))
-    lam = np.maximum(lam, float(np.mean(lam)))
-    Wi = np.linalg.pinv(Wo)
-    out = Wi @ (U * lam) @ U.T @ Wi.T
-    return 0.5 * (out + out.T)
 
 
 def inertial_subset(reg: Regressor, base: BaseParameters) -> np.ndarray:

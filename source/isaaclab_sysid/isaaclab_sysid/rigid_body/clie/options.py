@@ -16,7 +16,7 @@ from isaaclab_sysid.rigid_body.options import require
 FLAGS = {
     "bodies": "--bodies", "joint_terms": "--no-joint-terms", "ls_weight": "--ls-weight", "ls_consistency": "--no-ls-consistency",
     "prior_weight": "--prior-weight", "prior_rel_std": "--prior-rel-std", "stride": "--stride",
-    "passes": "--passes", "max_iter": "--max-iter", "fd_step": "--fd-step", "ftol": "--ftol",
+    "passes": "--passes", "max_iter": "--max-iter", "restarts": "--restarts", "fd_step": "--fd-step", "ftol": "--ftol",
     "hac_lag_s": "--hac-lag-s", "clamp_margin": "--clamp-margin", "audit_grid": "--audit-grid",
     "audit_uniform": "--audit-uniform", "audit_dense": "--audit-dense", "audit_seeds": "--seeds",
     "warmup_ticks": "--warmup-ticks",
@@ -39,6 +39,10 @@ class ClieOptions:
         stride: use every ``stride``-th logged sample of the input error (1 kHz logs: 10 -> 100 Hz).
         passes: least-squares passes; the per-joint noise level sigma is re-estimated before each one.
         max_iter: caps a pass at 3 x max_iter residual evaluations (about max_iter trust-region iterations).
+        restarts: a least-squares attempt that still lowered the cost by more than
+            :data:`.refinement.PROGRESS_COST` (it ran out of budget, or its trust region shrank against
+            replays that diverge and ``ftol`` stopped it on a tiny step) is restarted from its end point
+            with a fresh trust region, at most this many times per pass.
         fd_step: forward-difference step [log-Cholesky units; relative for the joint terms].
         ftol: relative cost change that ends a pass (seed 003: 1e-6).
         hac_lag_s: Newey-West window of the input-error scores [s].
@@ -58,6 +62,7 @@ class ClieOptions:
     stride: int = 10
     passes: int = 2
     max_iter: int = 20
+    restarts: int = 2
     fd_step: float = 1e-4
     ftol: float = 1e-6
     hac_lag_s: float = 0.5
@@ -91,6 +96,8 @@ class ClieOptions:
         for name in ("stride", "passes", "max_iter", "audit_grid", "audit_uniform", "audit_dense"):
             v = getattr(self, name)
             require(isinstance(v, int) and v >= 1, f"{f(name)} must be a whole number >= 1; got {v!r}")
+        require(isinstance(self.restarts, int) and not isinstance(self.restarts, bool) and self.restarts >= 0,
+                f"{f('restarts')} must be a whole number >= 0; got {self.restarts!r}")
         require(isinstance(self.warmup_ticks, int) and self.warmup_ticks >= 0,
                 f"{f('warmup_ticks')} must be a whole number >= 0; got {self.warmup_ticks!r}")
         require(len(self.audit_seeds) > 0, f"{f('audit_seeds')} needs at least one seed")

@@ -38,6 +38,11 @@ class ClieResult:
         joint_std: armature, friction, viscous std (N,) each (zeros when not refined).
         audit: the all-pose audit of the refined set.
         link_min_eig: (N,) smallest pseudo-inertia eigenvalue of every moving body.
+        convergence: ``last_gain``, the cost reduction of the last least-squares attempt,
+            ``budget_ran_out`` (it ended on ``max_iter``, not on a tolerance) and ``converged``: the gain
+            is at most :data:`PROGRESS_COST` and the attempt either ended on a tolerance or was a restart
+            (a first attempt that ran out of budget without gaining shows nothing). When not converged,
+            ``warning`` says that the intervals describe a point on the way, not the optimum.
         ls_check: the LS term's consistency with the closed loop at the end: chi2, redundancy, factor
             (:func:`ls_variance_factor`), scale (the weight divisor of the last pass) and the factor the
             intervals used (1 with ``ls_consistency`` off).
@@ -68,6 +73,7 @@ class ClieResult:
     audit: AuditResult
     link_min_eig: np.ndarray
     ls_check: dict[str, float] = field(default_factory=dict)
+    convergence: dict = field(default_factory=dict)
     n_rollouts: int = 0
     timing_s: dict[str, float] = field(default_factory=dict)
 
@@ -117,6 +123,11 @@ def ls_variance_factor(obj: ClieObjective, J: np.ndarray, r: np.ndarray) -> tupl
     return chi2, redundancy, chi2 / max(redundancy, 1e-9)
 
 
+#: a least-squares attempt that still lowered the cost by more than this (half a whitened chi^2 unit per
+#: unit: the estimate still moving by more than about 1.4 std) has not converged
+PROGRESS_COST = 1.0
+
+
 def _sandwich(obj: ClieObjective, J: np.ndarray, r: np.ndarray, ls_factor: float = 1.0) -> np.ndarray:
     """(D, D) H^-1 S H^-1: H = J^T J; S = Newey-West of the replay scores + the LS information times
     ``ls_factor`` (its variance factor, >= 1) + the prior information."""
@@ -133,6 +144,20 @@ def _sandwich(obj: ClieObjective, J: np.ndarray, r: np.ndarray, ls_factor: float
     return 0.5 * (cov + cov.T)
 
 
+def _convergence(gain: float, budget_out: bool, restarted: bool, o) -> dict:  # noqa: ANN001 - ClieOptions
+    """The convergence record of the end point (see :attr:`ClieResult.convergence`)."""
+    out = {"last_gain": gain, "budget_ran_out": budget_out,
+           "converged": gain <= PROGRESS_COST and (restarted or not budget_out)}
+    if not out["converged"]:
+        why = (f"its last least-squares attempt still lowered the cost by {gain:.3g} (more than {PROGRESS_COST:g})"
+               if gain > PROGRESS_COST else "its only least-squares attempt ran out of budget with no restart to "
+               "show that it had stopped moving")
+        out["warning"] = (f"the refinement did not converge: {why}, so the intervals describe a point on the way, "
+                          f"not the optimum; raise --max-iter (now {o.max_iter}), --restarts (now {o.restarts}) "
+                          f"or --passes (now {o.passes})")
+    return out
+
+
 def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a print-like callable
     """Run the refinement passes, the covariance and the audit (see the module docstring)."""
     o, timing = obj.options, {}
@@ -147,18 +172,27 @@ def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a pri
             log(f"[clie pass {k + 1}/{o.passes}] LS term: chi2 {chi2:.4g} on {red:.3g} redundant rows "
                 f"(factor {f:.3g}); its weight is now ls_weight / {obj.ls_scale:.3g}")
         cost0 = 0.5 * float(np.sum(obj.residuals(z) ** 2))
-        res = scipy.optimize.least_squares(
-            obj.residuals, z, jac=obj.jacobian, bounds=(obj.lower, obj.upper), method="trf", x_scale="jac",
-            ftol=o.ftol, xtol=1e-12, gtol=1e-12, max_nfev=3 * o.max_iter,
-        )
-        z = res.x
-        passes.append({"pass": k + 1, "sigma": sigma.tolist(), "kappa": kappa.tolist(), "ls_scale": obj.ls_scale,
-                       "cost_start": cost0,
-                       "cost_end": float(res.cost),
-                       "evaluations": int(res.nfev), "jacobians": int(res.njev or 0), "status": int(res.status),
-                       "message": str(res.message)})
-        log(f"[clie pass {k + 1}/{o.passes}] kappa {' '.join(f'{v:.3g}' for v in kappa)}; cost {cost0:.6g} -> "
-            f"{res.cost:.6g} after {res.njev} Jacobians ({res.message})")
+        rec = {"pass": k + 1, "sigma": sigma.tolist(), "kappa": kappa.tolist(), "ls_scale": obj.ls_scale,
+               "cost_start": cost0, "evaluations": 0, "jacobians": 0, "restarts": 0}
+        cost = cost0
+        for attempt in range(o.restarts + 1):
+            res = scipy.optimize.least_squares(
+                obj.residuals, z, jac=obj.jacobian, bounds=(obj.lower, obj.upper), method="trf", x_scale="jac",
+                ftol=o.ftol, xtol=1e-12, gtol=1e-12, max_nfev=3 * o.max_iter,
+            )
+            z, gain, cost = res.x, cost - float(res.cost), float(res.cost)
+            rec["evaluations"] += int(res.nfev)
+            rec["jacobians"] += int(res.njev or 0)
+            # restart while still moving, or to see whether a first attempt that ran out of budget had stopped
+            more = (gain > PROGRESS_COST or (res.status == 0 and attempt == 0)) and attempt < o.restarts
+            log(f"[clie pass {k + 1}/{o.passes}] kappa {' '.join(f'{v:.3g}' for v in kappa)}; cost {cost0:.6g} -> "
+                f"{res.cost:.6g} after {res.njev} Jacobians ({res.message})"
+                + ("; still moving: the trust region restarts from there" if more else ""))
+            if not more:
+                break
+        rec.update({"restarts": attempt, "cost_end": cost, "status": int(res.status),
+                    "message": str(res.message), "last_gain": gain})
+        passes.append(rec)
     timing["refine"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     r = obj.residuals(z)
@@ -202,6 +236,7 @@ def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a pri
         base=obj.K_I @ pi, base_std=np.sqrt(np.maximum(np.diag(base_cov), 0.0)),
         base_start=obj.K_I @ obj.start.pi_sdp, base_ls=obj.theta_I.copy(), base_ls_std=std_ls,
         joint_std=joint_std, clean=clean, audit=audit, link_min_eig=lmin,
+        convergence=_convergence(gain, passes[-1]["status"] == 0, passes[-1]["restarts"] > 0, o),
         ls_check={"chi2": ls_chi2, "redundancy": ls_red, "factor": ls_f, "scale": obj.ls_scale,
                   "interval_factor": ls_factor}, n_rollouts=obj.n_rollouts, timing_s=timing,
     )
