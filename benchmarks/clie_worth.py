@@ -81,7 +81,8 @@ def one_seed(s: int, a: argparse.Namespace, work: Path) -> dict:
         "base_rel_error_median": {k: float(np.median(v)) for k, v in rel.items()},
         "z_base": ((value - tb) / std).tolist(), "z_base_ls": ((ls - tb) / ls_std).tolist(), "z_joint": jz,
         "std_ratio_clie_ls_median": float(np.median(std / ls_std)), "std_ratio": (std / ls_std).tolist(),
-        "ls_check": body["ls_check"], "convergence": body["convergence"], "n_rollouts": body["n_rollouts"], "timing_s": body["timing_s"],
+        "ls_check": body["ls_check"], "convergence": body["convergence"], "n_rollouts": body["n_rollouts"],
+        "timing_s": body["timing_s"],
     }
 
 
@@ -104,8 +105,8 @@ def main() -> int:
             rows.append(one_seed(s, a, Path(tmp)))
             lc = rows[-1]["ls_check"]
             print(f"seed {s}: done at {time.perf_counter() - t0:.0f} s; LS term: weight / {lc['scale']:.3g}, "
-                  f"final factor {lc['factor']:.3g} (chi2 {lc['chi2']:.4g} on {lc['redundancy']:.3g}); last attempt's gain "
-                  f"{rows[-1]['convergence']['last_gain']:.3g} "
+                  f"final factor {lc['factor']:.3g} (chi2 {lc['chi2']:.4g} on {lc['redundancy']:.3g}); "
+                  f"last attempt's gain {rows[-1]['convergence']['last_gain']:.3g} "
                   f"({'converged' if rows[-1]['convergence']['converged'] else 'NOT converged'})", flush=True)
     stages = clie.STAGES
     print(f"\n{a.seeds} twins, {a.duration:g} s runs (2 fit, 1 held out), {time.perf_counter() - t0:.0f} s")
@@ -132,6 +133,17 @@ def main() -> int:
           f"(3 sigma) of {cov['n_base']} (LS alone: {cov['base_ls_2sigma']:.2f}); joint terms {cov['joint_2sigma']:.2f} "
           f"/ {cov['joint_3sigma']:.2f} of {cov['n_joint']}; CLIE std / LS std median {cov['std_ratio_clie_ls_median']:.3f}; "
           f"accepted {cov['accepted']}/{len(rows)}")
+    ok = [r for r in rows if r["convergence"]["converged"]]
+    if ok and len(ok) < len(rows):
+        zb_ok = np.abs(np.concatenate([r["z_base"] for r in ok]))
+        zj_ok = np.abs(np.concatenate([r["z_joint"] for r in ok]))
+        cov["converged_only"] = {"n": len(ok), "base_2sigma": float(np.mean(zb_ok < 2)),
+                                 "base_3sigma": float(np.mean(zb_ok < 3)), "joint_2sigma": float(np.mean(zj_ok < 2)),
+                                 "joint_3sigma": float(np.mean(zj_ok < 3))}
+        c = cov["converged_only"]
+        print(f"the {len(ok)} of {len(rows)} refinements that converged: base parameters {c['base_2sigma']:.2f} / "
+              f"{c['base_3sigma']:.2f}, joint terms {c['joint_2sigma']:.2f} / {c['joint_3sigma']:.2f} (2 / 3 sigma); "
+              f"the others say they did not converge")
     if a.json is not None:
         atomic_write_json(a.json, {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
                                    "stages": summary, "coverage": cov, "per_seed": rows,

@@ -120,7 +120,7 @@ class ClieObjective:
         self.prior_cols = np.concatenate([np.arange(10 * i, 10 * i + 10) for i in self.body_idx])
         self.prior_inv_s = 1.0 / s[self.prior_cols]
         self.sigma = np.ones(n)
-        self.ls_scale = 1.0  # the LS term's variance factor (refinement.ls_variance_factor): weight ls_weight / ls_scale
+        self.ls_scale = 1.0  # LS variance factor (refinement.ls_variance_factor): weight ls_weight / ls_scale
         self._cache: tuple[bytes, np.ndarray, bool] | None = None
         self.n_rollouts = 0
 

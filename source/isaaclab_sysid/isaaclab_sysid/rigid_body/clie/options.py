@@ -14,9 +14,10 @@ from isaaclab_sysid.rigid_body.options import require
 
 #: Option -> the flag of ``scripts/refine_inertials.py`` that sets it.
 FLAGS = {
-    "bodies": "--bodies", "joint_terms": "--no-joint-terms", "ls_weight": "--ls-weight", "ls_consistency": "--no-ls-consistency",
-    "prior_weight": "--prior-weight", "prior_rel_std": "--prior-rel-std", "stride": "--stride",
-    "passes": "--passes", "max_iter": "--max-iter", "restarts": "--restarts", "fd_step": "--fd-step", "ftol": "--ftol",
+    "bodies": "--bodies", "joint_terms": "--no-joint-terms", "ls_weight": "--ls-weight",
+    "ls_consistency": "--no-ls-consistency", "prior_weight": "--prior-weight", "prior_rel_std": "--prior-rel-std",
+    "stride": "--stride", "passes": "--passes", "max_iter": "--max-iter", "restarts": "--restarts",
+    "fd_step": "--fd-step", "ftol": "--ftol",
     "hac_lag_s": "--hac-lag-s", "clamp_margin": "--clamp-margin", "audit_grid": "--audit-grid",
     "audit_uniform": "--audit-uniform", "audit_dense": "--audit-dense", "audit_seeds": "--seeds",
     "warmup_ticks": "--warmup-ticks",

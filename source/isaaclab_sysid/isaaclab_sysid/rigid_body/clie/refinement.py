@@ -162,6 +162,7 @@ def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a pri
     """Run the refinement passes, the covariance and the audit (see the module docstring)."""
     o, timing = obj.options, {}
     z = obj.z0.copy()
+    obj.ls_scale = 1.0
     passes = []
     t0 = time.perf_counter()
     for k in range(o.passes):

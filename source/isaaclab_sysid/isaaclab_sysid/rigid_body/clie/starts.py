@@ -36,7 +36,7 @@ class RigidBodyStart:
         signal: the LS output signal (``tau_J`` or ``tau``); logged_velocity: the logged dq was used.
         source: where it came from (a file, or "identify()").
         cov_white: (b, b) the LS white-noise covariance (the frame in which the refinement conditions
-            ``cov``: :func:`isaaclab_sysid.rigid_body.clie.objective.conditioned_cov`).
+            ``cov``: :func:`isaaclab_sysid.rigid_body.estimate.conditioned_cov`).
     """
 
     regressor: Regressor
