@@ -359,8 +359,9 @@ def print_summary(res: RigidBodyIdentification, files: OutputFiles, t_load: floa
     print(f"audit LS: {verdict(res.audit_ls.passed)} min eig {res.audit_ls.min_eig:.4g} "
           f"over {res.audit_ls.n_poses} poses; SDP mode {rec.mode}; "
           f"audit SDP: {verdict(res.audit_reconstructed.passed)}")
-    print(f"SDP consistency (b = {c.base_dof}): Mahalanobis {c.mahalanobis_hac_cov:.1f} HAC cov "
-          f"(p {c.p_value_hac_cov:.3g}), {c.mahalanobis_ols_cov:.1f} OLS cov (p {c.p_value_ols_cov:.3g})")
+    print(f"SDP consistency (b = {c.base_dof}): Mahalanobis {c.mahalanobis_conditioned_cov:.1f} conditioned HAC cov "
+          f"(p {c.p_value_conditioned_cov:.3g}), {c.mahalanobis_hac_cov:.1f} HAC cov (p {c.p_value_hac_cov:.3g}), "
+          f"{c.mahalanobis_ols_cov:.1f} OLS cov (p {c.p_value_ols_cov:.3g})")
     print("link masses [kg] (URDF -> SDP): " + ", ".join(
         f"{n.rsplit('.', 1)[0]} {m0:.3f}->{m:.3f}"
         for n, m0, m in zip(res.base.param_names[0 : 10 * len(rec.masses) : 10], rec.prior_masses, rec.masses)))

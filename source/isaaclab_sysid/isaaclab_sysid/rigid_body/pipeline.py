@@ -131,11 +131,12 @@ class Consistency:
 
     Attributes:
         base_dof: b, the number of base parameters (the chi^2 degrees of freedom).
-        mahalanobis_ols_cov, mahalanobis_hac_cov: d^2 of (K pi_SDP - theta) under each covariance.
-        p_value_ols_cov, p_value_hac_cov: P(chi^2_b >= d^2).
+        mahalanobis_ols_cov, mahalanobis_hac_cov, mahalanobis_conditioned_cov: d^2 of (K pi_SDP - theta)
+            under the OLS, the HAC and the conditioned HAC covariance (:func:`.estimate.conditioned_cov`).
+        p_value_ols_cov, p_value_hac_cov, p_value_conditioned_cov: P(chi^2_b >= d^2).
         hac_lags_samples: the Newey-West window [samples].
         hac_over_ols_std_median: median of std_HAC / std_OLS over the base parameters.
-        sdp_covariance: the covariance the SDP used ("hac" or "ols").
+        sdp_covariance: the covariance the SDP used ("hac_conditioned", "hac" or "ols").
         link_masses, prior_link_masses: link name -> reconstructed / URDF mass [kg].
     """
 
@@ -144,6 +145,8 @@ class Consistency:
     p_value_ols_cov: float
     mahalanobis_hac_cov: float
     p_value_hac_cov: float
+    mahalanobis_conditioned_cov: float
+    p_value_conditioned_cov: float
     hac_lags_samples: int
     hac_over_ols_std_median: float
     sdp_covariance: str
@@ -366,12 +369,15 @@ def _consistency(
     """The SDP set's base parameters against the LS estimate, under both covariances."""
     e = base.to_base(rec.pi) - fit.theta
     d2_ols, d2_hac = _mahalanobis(e, fit.cov), _mahalanobis(e, cov_hac)
+    d2_cond = _mahalanobis(e, conditioned_cov(cov_hac, fit.cov))
     return Consistency(
         base_dof=base.rank,
         mahalanobis_ols_cov=d2_ols,
         p_value_ols_cov=chi2_sf(d2_ols, base.rank),
         mahalanobis_hac_cov=d2_hac,
         p_value_hac_cov=chi2_sf(d2_hac, base.rank),
+        mahalanobis_conditioned_cov=d2_cond,
+        p_value_conditioned_cov=chi2_sf(d2_cond, base.rank),
         hac_lags_samples=hac_lags,
         hac_over_ols_std_median=float(np.median(np.sqrt(np.diag(cov_hac)) / fit.std)),
         sdp_covariance=sdp_covariance,

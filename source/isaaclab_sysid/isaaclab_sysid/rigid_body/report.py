@@ -93,7 +93,9 @@ def summary_lines(res: RigidBodyIdentification) -> list[str]:
         f"scale, weight {opt.prior_weight:g}, mass bounds x[{opt.mass_lower_factor}, {opt.mass_upper_factor}]; "
         f"audit {verdict(a_rec.passed)} (min eigenvalue {a_rec.min_eig:.4g})",
         f"- consistency of its base parameters with the LS estimate (b = {base.rank}): Mahalanobis "
-        f"{c.mahalanobis_hac_cov:.1f} under the HAC covariance (p = {c.p_value_hac_cov:.3g}), "
+        f"{c.mahalanobis_conditioned_cov:.1f} under the conditioned HAC covariance the SDP uses by default "
+        f"(p = {c.p_value_conditioned_cov:.3g}), {c.mahalanobis_hac_cov:.1f} under the HAC covariance as it is "
+        f"(p = {c.p_value_hac_cov:.3g}), "
         f"{c.mahalanobis_ols_cov:.1f} under the white-noise OLS covariance (p = {c.p_value_ols_cov:.3g})",
     ]
 
