@@ -145,11 +145,12 @@ def test_clie_recovers_the_twin_within_its_intervals(twin, tmp_path, capsys):
               for g, tv in (("armature", PARAMS.armature), ("friction", PARAMS.friction), ("viscous", PARAMS.viscous))}
     print(f"median |z| {np.median(np.abs(z)):.2f}; base error CLIE/SDP median {np.median(err_clie / err_sdp):.2f}; "
           f"joint error / start error {halved}")
-    # measured 0.94 / 1.00 within 2 / 3 sigma; with the LS HAC covariance inverted as it is (no conditioning,
-    # docs/rigid_body.md) 0.48 / 0.69
+    # measured 0.92-0.96 / 1.00 within 2 / 3 sigma; with the LS HAC covariance inverted as it is (no
+    # conditioning, docs/rigid_body.md) 0.48 / 0.69
     assert np.mean(np.abs(z) < 2) >= 0.8 and np.mean(np.abs(z) < 3) >= 0.9 and np.median(np.abs(z)) < 1.5
     assert all(np.all(jz[g][2] < 3) for g in jz), {g: jz[g][2] for g in jz}
-    assert body["ls_check"]["redundancy"] > 0 and body["ls_check"]["interval_factor"] >= 1
+    lc = body["ls_check"]
+    assert lc["redundancy"] > 0 and lc["interval_factor"] == pytest.approx(max(1.0, lc["factor"])), lc
     assert body["convergence"]["converged"] and "warning:" not in printed, body["convergence"]
     assert np.median(err_clie / err_sdp) < 1.05  # never worse than the start on the inertial base parameters
     for g in halved:
@@ -225,11 +226,12 @@ def test_an_overconfident_ls_estimate_is_caught_by_its_variance_factor(twin, tmp
         idx = [names.index(n) for n in bp["names"]]
         tb = (start.base.K @ true_standard(start.regressor, truth))[idx]
         z = np.abs(np.array(bp["value"]) - tb) / np.array(bp["std"])
-        cover[consistency] = (float(np.mean(z < 3)), res["ls_check"])
-    print(f"\n3-sigma coverage with the LS covariance shrunk 100x: {cover}")
-    (on, check), (off, check_off) = cover[True], cover[False]
-    assert check["scale"] > 10 and check["interval_factor"] >= 1, check
+        cover[consistency] = (float(np.mean(z < 3)), res["ls_check"], np.array(bp["std"]))
+    print(f"\n3-sigma coverage with the LS covariance shrunk 100x: {({k: v[:2] for k, v in cover.items()})}")
+    (on, check, std_on), (off, check_off, std_off) = cover[True], cover[False]
+    assert check["scale"] > 10 and check["interval_factor"] == pytest.approx(max(1.0, check["factor"])), check
     assert check_off["factor"] > 10 and check_off["interval_factor"] == 1, check_off
+    assert np.median(std_on / std_off) > 2  # the check widened the intervals the shrunk LS covariance narrowed
     assert on >= 0.85 and off < 0.7, cover
 
 

@@ -272,7 +272,7 @@ def conditioned_cov(cov: np.ndarray, cov_white: np.ndarray | None) -> np.ndarray
     residual (a few dozen for two 3-8 s runs at a 0.5 s window), fewer than the base parameters it
     covers, so it is nearly singular: against the white-noise covariance its eigenvalues run from about
     0.001 to 30 (Franka twin). Inverted as the LS term's weight, that is a thousand-fold confidence in
-    the directions where the estimate merely has not seen its noise (on the twin the truth sat 1200-1700
+    the directions where the estimate merely has not seen its noise (on the twin the truth sat 1250-1740
     chi^2 units from the LS estimate on 48 parameters; docs/rigid_body.md). The mean eigenvalue is the
     average long-run variance ratio; no direction is taken as surer than that.
 

@@ -23,7 +23,8 @@ offset are left to the replay, whose friction is MuJoCo's; docs/rigid_body.md sa
 friction groups are biased); Cov is the LS HAC covariance conditioned by :func:`conditioned_cov`
 (estimated from few effectively independent stretches, it is nearly singular as it comes); c is the
 LS term's variance factor against the closed loop (:func:`ls_variance_factor`, Helmert), 1 in the
-first pass, then the product of the factors above 1 (``ls_consistency``). With the replay term removed the
+first pass, then the running product of the factors (never below 1, so the weight never rises above
+``ls_weight``; ``ls_consistency``). With the replay term removed the
 objective is the SDP's MAP objective on those base parameters, so the refinement starts at (near)
 its own optimum without the replay and moves only as far as the closed loop asks. ``sigma_j`` is
 the input-error RMS of joint j times sqrt(kappa_j), kappa_j the long-run variance ratio of its

@@ -48,9 +48,9 @@ class RefineArgs:
     ls_weight: float = 1.0
     """Weight of the LS base-parameter term (0: the closed loop and the prior only)."""
     ls_consistency: bool = True
-    """Re-weight the LS term by its variance factor against the closed loop (Helmert; only ever down) before
-    each pass after the first, and widen its share of the intervals by it (--no-ls-consistency: take the LS
-    covariance as it is)."""
+    """Re-weight the LS term by its variance factor against the closed loop (Helmert; the weight never rises
+    above --ls-weight) before each pass after the first, and widen its share of the intervals by the final
+    factor when above 1 (--no-ls-consistency: take the LS covariance as it is)."""
     prior_weight: float = 1.0
     """Weight of the SDP's URDF prior on the refined bodies."""
     prior_rel_std: float = 0.3
@@ -62,8 +62,9 @@ class RefineArgs:
     max_iter: int = 20
     """Caps a pass at 3 x this many residual evaluations (about this many trust-region iterations)."""
     restarts: int = 2
-    """A least-squares attempt that still lowered the cost by more than 1 restarts its trust region from
-    its end point, at most this many times per pass (the last attempt's gain decides 'converged')."""
+    """A least-squares attempt that still lowered the cost by more than 1 (or a first one that ran out of
+    budget) restarts its trust region from its end point, at most this many times per pass (the last
+    attempt decides 'converged')."""
     fd_step: float = 1e-4
     """Forward-difference step (log-Cholesky units; x10 relative for the joint terms)."""
     ftol: float = 1e-6

@@ -42,8 +42,9 @@ class ClieOptions:
         max_iter: caps a pass at 3 x max_iter residual evaluations (about max_iter trust-region iterations).
         restarts: a least-squares attempt that still lowered the cost by more than
             :data:`.refinement.PROGRESS_COST` (it ran out of budget, or its trust region shrank against
-            replays that diverge and ``ftol`` stopped it on a tiny step) is restarted from its end point
-            with a fresh trust region, at most this many times per pass.
+            replays that diverge and ``ftol`` stopped it on a tiny step), or a first attempt that ran out
+            of budget, is restarted from its end point with a fresh trust region, at most this many
+            times per pass.
         fd_step: forward-difference step [log-Cholesky units; relative for the joint terms].
         ftol: relative cost change that ends a pass (seed 003: 1e-6).
         hac_lag_s: Newey-West window of the input-error scores [s].

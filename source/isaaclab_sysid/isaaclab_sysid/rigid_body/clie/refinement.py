@@ -111,7 +111,8 @@ def ls_variance_factor(obj: ClieObjective, J: np.ndarray, r: np.ndarray) -> tupl
 
     chi2 is the LS block's share of the whitened sum of squares (at the current weight), the redundancy
     its number of rows less its leverage tr(J_L H^-1 J_L^T): what chi2 should be if the LS estimate and
-    the closed loop agree within the LS covariance. A factor above 1 says they disagree by more.
+    the closed loop agree within the LS covariance. A factor above 1 says they disagree by more. With a
+    redundancy below 1 the factor is 1 (nothing to check by).
     """
     M, nL = obj.n_replay(), obj.subset.size
     if nL == 0 or obj.options.ls_weight == 0:
@@ -120,11 +121,13 @@ def ls_variance_factor(obj: ClieObjective, J: np.ndarray, r: np.ndarray) -> tupl
     Hi = np.linalg.pinv(J.T @ J, rcond=1e-12)
     redundancy = float(nL - np.trace(JL @ Hi @ JL.T))
     chi2 = float(rL @ rL)
-    return chi2, redundancy, chi2 / max(redundancy, 1e-9)
+    if redundancy < 1.0:  # the fit absorbs (nearly) every LS row: nothing left to check them by
+        return chi2, redundancy, 1.0
+    return chi2, redundancy, chi2 / redundancy
 
 
-#: a least-squares attempt that still lowered the cost by more than this (half a whitened chi^2 unit per
-#: unit: the estimate still moving by more than about 1.4 std) has not converged
+#: a least-squares attempt that still lowered the cost (half the whitened sum of squares) by more than this
+#: (2 chi^2 units: the estimate still moving by more than about 1.4 std) has not converged
 PROGRESS_COST = 1.0
 
 
