@@ -264,6 +264,15 @@ def hac_covariance(
     return 0.5 * (cov + cov.T)
 
 
+def whitener(cov: np.ndarray) -> np.ndarray:
+    """(b, b) L^-1 with |L^-1 e|^2 = e^T Cov^-1 e for a covariance (b, b): cov = V diag(w) V^T ->
+    diag(w)^-1/2 V^T, eigenvalues floored at 1e-12 of the largest (a singular direction counts as
+    1e12 times surer, not infinitely)."""
+    w, V = np.linalg.eigh(0.5 * (cov + cov.T))
+    floor = max(1e-12 * float(w.max()), 1e-300) if w.max() > 0 else 1.0
+    return (V / np.sqrt(np.maximum(w, floor))).T
+
+
 def conditioned_cov(cov: np.ndarray, cov_white: np.ndarray | None) -> np.ndarray:
     """(b, b) the LS HAC covariance with its eigenvalues, in the frame where ``cov_white`` is the identity,
     floored at their mean.
@@ -282,8 +291,7 @@ def conditioned_cov(cov: np.ndarray, cov_white: np.ndarray | None) -> np.ndarray
     """
     if cov_white is None:
         return cov
-    w, V = np.linalg.eigh(0.5 * (cov_white + cov_white.T))
-    Wo = (V / np.sqrt(np.maximum(w, 1e-12 * max(float(w.max()), 1e-300)))).T  # cov_white -> identity
+    Wo = whitener(cov_white)  # cov_white -> identity
     A = Wo @ cov @ Wo.T
     lam, U = np.linalg.eigh(0.5 * (A + A.T))
     lam = np.maximum(lam, float(np.mean(lam)))

@@ -21,6 +21,7 @@ import cvxpy as cp
 import numpy as np
 
 from isaaclab_sysid.rigid_body.base_params import BaseParameters
+from isaaclab_sysid.rigid_body.estimate import whitener
 from isaaclab_sysid.rigid_body.log_cholesky import pseudo_inertia
 from isaaclab_sysid.rigid_body.regressor import Regressor
 
@@ -286,7 +287,7 @@ def reconstruct_standard(
     pi = cp.Variable(regressor.n_params)
     cons = _feasibility_constraints(regressor, pi, prior, eps, mass_upper_factor, mass_lower_factor)
     prior_term = cp.sum_squares(cp.multiply(inv_s, pi - prior))
-    Linv = _whitening(cov_b)
+    Linv = whitener(cov_b)
     if mode == "penalized":  # the earlier name of "map"
         mode = "map"
     modes = ["exact", "map"] if mode == "auto" else [mode]
@@ -358,14 +359,6 @@ def _feasibility_constraints(
         if term in regressor.joint_terms:
             cons.append(pi[regressor.term_slice(term)] >= 0)
     return cons
-
-
-def _whitening(cov_b: np.ndarray) -> np.ndarray:
-    """(b, b) L^-1 with |L^-1 e|^2 = e^T Cov^-1 e: cov = V diag(w) V^T -> diag(w)^-1/2 V^T
-    (eigenvalues floored at 1e-12 of the largest)."""
-    w, V = np.linalg.eigh(0.5 * (cov_b + cov_b.T))
-    floor = max(1e-12 * float(w.max()), 1e-300) if w.max() > 0 else 1.0
-    return (V / np.sqrt(np.maximum(w, floor))).T
 
 
 def _solve(prob: cp.Problem) -> tuple[str, list[str]]:

@@ -24,7 +24,7 @@ from isaaclab_sysid.rigid_body.drive_gains import (
     payload_from_regressor,
     payload_link_slice,
 )
-from isaaclab_sysid.rigid_body.estimate import conditioned_cov, LSResult, estimate, hac_covariance
+from isaaclab_sysid.rigid_body.estimate import conditioned_cov, LSResult, estimate, hac_covariance, whitener
 from isaaclab_sysid.rigid_body.feasibility import (
     AuditResult,
     Reconstruction,
@@ -351,9 +351,8 @@ def _reconstruct(
 
 
 def _mahalanobis(e: np.ndarray, cov: np.ndarray) -> float:
-    """e^T Cov^-1 e for e (b,), Cov (b, b), eigenvalues floored at 1e-12 of the largest."""
-    w, V = np.linalg.eigh(0.5 * (cov + cov.T))
-    z = V.T @ e / np.sqrt(np.maximum(w, 1e-12 * w.max()))
+    """e^T Cov^-1 e for e (b,), Cov (b, b) (:func:`.estimate.whitener`: eigenvalues floored at 1e-12 of the largest)."""
+    z = whitener(cov) @ e
     return float(z @ z)
 
 

@@ -13,7 +13,7 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.rigid_body.base_params import BaseParameters
 from isaaclab_sysid.rigid_body.clie.backend import InertialBackend
 from isaaclab_sysid.rigid_body.clie.options import ClieOptions
-from isaaclab_sysid.rigid_body.estimate import conditioned_cov
+from isaaclab_sysid.rigid_body.estimate import conditioned_cov, whitener
 from isaaclab_sysid.rigid_body.clie.starts import GROUP_TO_TERM, JOINT_GROUPS, JointStart, RigidBodyStart
 from isaaclab_sysid.rigid_body.feasibility import prior_std
 from isaaclab_sysid.rigid_body.log_cholesky import from_log_cholesky, parameter_jacobian, to_log_cholesky
@@ -21,13 +21,6 @@ from isaaclab_sysid.rigid_body.options import require, RigidBodyError
 from isaaclab_sysid.rigid_body.regressor import Regressor
 from isaaclab_sysid.robots import Robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
-
-
-def _whiten(cov: np.ndarray) -> np.ndarray:
-    """(b, b) L^-1 with |L^-1 e|^2 = e^T Cov^-1 e (eigenvalues floored at 1e-12 of the largest)."""
-    w, V = np.linalg.eigh(0.5 * (cov + cov.T))
-    floor = max(1e-12 * float(w.max()), 1e-300) if w.max() > 0 else 1.0
-    return (V / np.sqrt(np.maximum(w, floor))).T
 
 
 def inertial_subset(reg: Regressor, base: BaseParameters) -> np.ndarray:
@@ -114,7 +107,7 @@ class ClieObjective:
         self.theta_I = start.theta[self.subset]
         ix = np.ix_(self.subset, self.subset)
         self.cov_I = conditioned_cov(start.cov[ix], None if start.cov_white is None else start.cov_white[ix])
-        self.W_I = _whiten(self.cov_I)
+        self.W_I = whitener(self.cov_I)
         self.prior = reg.prior()
         s = prior_std(reg, self.prior, options.prior_rel_std)
         self.prior_cols = np.concatenate([np.arange(10 * i, 10 * i + 10) for i in self.body_idx])
