@@ -147,10 +147,11 @@ def _sandwich(obj: ClieObjective, J: np.ndarray, r: np.ndarray, ls_factor: float
     return 0.5 * (cov + cov.T)
 
 
-def _convergence(gain: float, budget_out: bool, restarted: bool, o) -> dict:  # noqa: ANN001 - ClieOptions
-    """The convergence record of the end point (see :attr:`ClieResult.convergence`)."""
+def _convergence(last: dict, o) -> dict:  # noqa: ANN001 - ClieOptions
+    """The convergence record of the end point from the last pass's record (see :attr:`ClieResult.convergence`)."""
+    gain, budget_out = last["last_gain"], last["status"] == 0
     out = {"last_gain": gain, "budget_ran_out": budget_out,
-           "converged": gain <= PROGRESS_COST and (restarted or not budget_out)}
+           "converged": gain <= PROGRESS_COST and (last["restarts"] > 0 or not budget_out)}
     if not out["converged"]:
         why = (f"its last least-squares attempt still lowered the cost by {gain:.3g} (more than {PROGRESS_COST:g})"
                if gain > PROGRESS_COST else "its only least-squares attempt ran out of budget with no restart to "
@@ -240,7 +241,7 @@ def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a pri
         base=obj.K_I @ pi, base_std=np.sqrt(np.maximum(np.diag(base_cov), 0.0)),
         base_start=obj.K_I @ obj.start.pi_sdp, base_ls=obj.theta_I.copy(), base_ls_std=std_ls,
         joint_std=joint_std, clean=clean, audit=audit, link_min_eig=lmin,
-        convergence=_convergence(gain, passes[-1]["status"] == 0, passes[-1]["restarts"] > 0, o),
+        convergence=_convergence(passes[-1], o),
         ls_check={"chi2": ls_chi2, "redundancy": ls_red, "factor": ls_f, "scale": obj.ls_scale,
                   "interval_factor": ls_factor}, n_rollouts=obj.n_rollouts, timing_s=timing,
     )
