@@ -1,6 +1,8 @@
 """The fit's report: one document (sections of paragraphs and tables) rendered as ``report.md`` and ``report.html``.
 
-The verdicts come first (model adequacy, values at a search bound), then the
+The verdicts come first (model adequacy, values at a search bound, the search stages'
+convergence: a stage that did not converge is said out loud with the flag that gives it
+more room), then the
 fitted values, the loss per run and the scores of the fit and held-out runs.
 ``report.html`` (evaluate/html_report.py) carries the same sections plus
 zoomable plots of real against sim.
@@ -59,12 +61,34 @@ def verdict_sections(result: FitResult) -> list[Section]:
         blocks.append(f"- noise floor {a.floor_mrad:.3g} mrad ({a.floor_source}); fit residual {a.residual_over_floor:.2f}x it"
                       + ("" if a.heldout_over_fit is None else f"; held-out / fit q RMS {a.heldout_over_fit:.2f}"))
         out.append(Section("Model adequacy", blocks, "verdict"))
+    conv = convergence_section(result)
+    if conv is not None:
+        out.append(conv)
     hits = result.at_bounds()
     if hits:
         out.append(Section("Values at a search bound", [
             "These values sit within 1 % of a search bound: the data may want a value outside the box, or cannot pin "
             "it down. Their export ranges span the search bounds.", *(f"- {h.describe()}" for h in hits)], "verdict"))
     return out
+
+
+def convergence_section(result: FitResult) -> Section | None:
+    """Each search stage's convergence verdict (None for a result without verdicts, e.g. an older file).
+
+    A verdict section when a stage did not converge; the headline says whether the stage that produced
+    the result (the last one) converged.
+    """
+    verdicts = list(getattr(result, "convergence", None) or [])
+    if not verdicts:
+        return None
+    bad = [v for v in verdicts if not v.converged]
+    if not bad:
+        return Section("Convergence", [f"- {v.line()}" for v in verdicts])
+    last = verdicts[-1]
+    head = ("**Not converged**: the stage that produced these values did not converge; they are a point on the "
+            "way, not the optimum." if not last.converged else
+            f"**Converged**, but an earlier stage did not (the {last.name} after it did).")
+    return Section("Convergence", [head, *(f"- {v.line()}" for v in verdicts)], "verdict")
 
 
 def fit_sections(result: FitResult, fit_eval=None, heldout_eval=None, wall_s: float | None = None,
@@ -131,4 +155,4 @@ def eval_report(out_dir: str | Path, result, joint_names: Sequence[str], plots: 
     return path
 
 
-__all__ = ["Section", "Table", "eval_report", "eval_sections", "fit_sections", "render_markdown", "write_report"]
+__all__ = ["Section", "Table", "convergence_section", "eval_report", "eval_sections", "fit_sections", "render_markdown", "write_report"]

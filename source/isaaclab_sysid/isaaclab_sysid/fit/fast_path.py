@@ -79,6 +79,9 @@ class FastEvidence:
         disagree: the starts' losses differ by more than ``agree_ratio``.
         stuck: the evidence asks for the CMA-ES fallback.
         reasons: plain words for each piece of evidence that said stuck.
+        converged: the fast path's refinement converged (:meth:`LMRefiner.verdict`; the stuck verdict
+            above is separate: a converged refinement can be stuck on a plateau, an unconverged one at the floor).
+        convergence: its verdict's warning with the flag that gives it more room ('' when converged).
     """
 
     fit_q_rms_mrad: float
@@ -89,6 +92,8 @@ class FastEvidence:
     disagree: bool
     stuck: bool
     reasons: list[str] = field(default_factory=list)
+    converged: bool = True
+    convergence: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -181,6 +186,11 @@ class FastPath:
             state.evidence = self.judge(state)
         return state
 
+    def verdict(self, state: FastState):  # -> StageVerdict
+        """Whether the fast path's refinement converged (its best track; :meth:`LMRefiner.verdict`)."""
+        return self.refiner.verdict(state.refine, "fast",
+                                    start_remedy="start elsewhere (--x0) or search first (--strategy cmaes)")
+
     def judge(self, state: FastState) -> FastEvidence:
         """The evidence of the finished refinement (two rollouts of its best: fit runs, held-out runs)."""
         s = self.settings
@@ -197,7 +207,9 @@ class FastPath:
         if disagree and not ratio <= s.agree_floor_ratio:
             reasons.append(f"the starts disagree (losses {min(losses):.3e} .. {max(losses):.3e}) and the best is "
                            f"{ratio:.2f}x the noise (> {s.agree_floor_ratio:g})")
-        return FastEvidence(fit_rms, floor, ratio, held, losses, bool(disagree), bool(reasons), reasons)
+        v = self.verdict(state)
+        return FastEvidence(fit_rms, floor, ratio, held, losses, bool(disagree), bool(reasons), reasons,
+                            v.converged, v.warning)
 
 
 def evidence_line(ev: FastEvidence) -> str:
@@ -205,4 +217,5 @@ def evidence_line(ev: FastEvidence) -> str:
     held = "" if ev.heldout_ratio is None else f", held-out {ev.heldout_ratio:.2f}x fit"
     head = (f"[fast] residual {ev.fit_q_rms_mrad:.4g} mrad = {ev.floor_ratio:.2f}x the white noise"
             f"{held}; starts {'disagree' if ev.disagree else 'agree'}")
-    return head + (" -> stuck, falling back to CMA-ES: " + "; ".join(ev.reasons) if ev.stuck else " -> done")
+    tail = " -> stuck, falling back to CMA-ES: " + "; ".join(ev.reasons) if ev.stuck else " -> done"
+    return head + tail + ("" if getattr(ev, "converged", True) else f" (warning: {ev.convergence})")

@@ -17,6 +17,13 @@ numpy's global RNG. The optimizer's state (:class:`CmaesState`: the pickled
 ``CMAEvolutionStrategy`` with that RNG and the history) is checkpointed after
 each generation, so a run resumed from it continues bit-for-bit like an
 uninterrupted one (given a deterministic backend).
+
+Convergence (:meth:`CmaesFit.verdict`): the ``cma`` stopping rules are off, so the stage
+always ends on its budget (``--max_iter`` generations). It converged only when its own best
+(the running minimum of the generations' best losses) had stopped improving: by at most
+:data:`CMA_RTOL` of the loss over the last :func:`stall_window` generations. It did not
+converge when it was still improving then, when its best never improved on the first
+generation's (a flat loss), or when it ran too few generations to tell.
 """
 
 from __future__ import annotations
@@ -33,7 +40,15 @@ from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.loss import LossBreakdown
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.fit.result import FitResult, RefineSummary, SearchDistribution
+from isaaclab_sysid.fit.result import FitResult, RefineSummary, SearchDistribution, StageVerdict
+
+#: CMA-ES converged when its best improved by at most this fraction over the last :func:`stall_window` generations
+CMA_RTOL = 1e-3
+
+
+def stall_window(generations: int) -> int:
+    """Generations over which CMA-ES must have stopped improving: a fifth of them, at least 3."""
+    return max(3, -(-generations // 5))
 
 
 @dataclass(frozen=True)
@@ -180,6 +195,30 @@ class CmaesFit:
             if on_generation is not None:
                 on_generation(rec, self)
         return self.state
+
+    def verdict(self) -> StageVerdict | None:
+        """Whether the generations converged (module docstring); None before the first generation."""
+        hist = self.state.history
+        n = len(hist)
+        if n == 0:
+            return None
+        own = np.minimum.accumulate([r.best for r in hist])
+        more = f"raise --max_iter (now {self.settings.max_iter} generations)"
+        k = stall_window(n)
+        if n <= k:
+            return StageVerdict("cmaes", False, f"{n} generation(s) are too few to tell whether it stopped improving "
+                                f"(it needs more than {k})", more)
+        if not own[-1] < own[0]:
+            return StageVerdict("cmaes", False, f"its best never improved on the first generation's ({own[0]:.4e} "
+                                f"over {n} generations): a flat loss, or no candidate the loss can tell apart",
+                                "start elsewhere (--x0) or widen the search (--sigma)")
+        ref = own[-k - 1]
+        gain = (ref - own[-1]) / max(abs(ref), 1e-300)
+        if gain > CMA_RTOL:
+            return StageVerdict("cmaes", False, f"it ran out of its {n} generations while still improving: its best "
+                                f"fell {100 * gain:.2g} % over the last {k} (> {100 * CMA_RTOL:g} %)", more)
+        return StageVerdict("cmaes", True, f"its best fell {100 * gain:.2g} % over the last {k} of {n} generations "
+                            f"(<= {100 * CMA_RTOL:g} %)")
 
     def search_distribution(self) -> SearchDistribution:
         """The current search distribution in the normalized space (sigma^2 C is its covariance)."""

@@ -28,6 +28,15 @@ when its relative improvement falls below ``rtol``, when no damping value
 improves it, or (after ``prune_after`` iterations) when its loss exceeds
 ``prune_ratio`` times the best track's.
 
+Converged means converged (:meth:`LMRefiner.verdict`): the stage converged when its best
+track stopped on ``rtol`` or, after at least one accepted step, on the damping cap (no
+damping value improves it: a minimum to the precision of the step). It did *not* converge
+when it ended at its start (no track improved on the best start: every step was rejected,
+a flat loss or no sensitivity, e.g. joints held still by friction), when the best track's
+steps were all rejected, when the best track diverged, or when the best track ran out of
+its ``max_iter`` iterations (``--refine_iter``) before a stopping test; the verdict says
+which, and the flag that gives the stage more room.
+
 Everything is deterministic (no random numbers), and the whole state is a plain
 dataclass that checkpoints pickle, so a resumed refinement repeats exactly.
 """
@@ -43,7 +52,7 @@ from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.jacobian import stencil
 from isaaclab_sysid.fit.loss import LossBreakdown
 from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.result import RefineSummary, RefineTrackSummary
+from isaaclab_sysid.fit.result import RefineSummary, RefineTrackSummary, StageVerdict
 
 #: Damping multipliers tried in one batch every iteration.
 LAMBDA_FACTORS = (0.1, 1.0, 10.0)
@@ -84,6 +93,12 @@ class RefineTrack:
     lam: float
     active: bool = True
     delay: int | None = None
+    #: why the track stopped: rtol, rejected (damping cap), budget, diverged, pruned ("" while active)
+    stop: str = ""
+    #: accepted steps so far; relative loss decrease of the last accepted step; rejections since it
+    accepted: int = 0
+    last_gain: float = float("nan")
+    rejected: int = 0
 
 
 @dataclass
@@ -96,6 +111,8 @@ class RefineState:
     #: 1: refine the CMA-ES best at its delay; 2: the other delays, warm-started from that optimum
     phase: int = 1
     phase_start: int = 0
+    #: the lowest loss among the starts (None in states pickled before it was recorded)
+    start_loss: float | None = None
 
     @property
     def done(self) -> bool:
@@ -135,7 +152,7 @@ class LMRefiner:
         _, lb = self._evaluate(np.array(starts))
         return [
             RefineTrack(x=s, loss=float(lb.total[i]), contrib=lb.contrib[:, i].copy(), lam=self.settings.lambda0,
-                        active=not bool(lb.diverged[i]), delay=d)
+                        active=not bool(lb.diverged[i]), delay=d, stop="diverged" if lb.diverged[i] else "")
             for i, (s, d) in enumerate(zip(starts, delays))
         ]
 
@@ -155,6 +172,7 @@ class LMRefiner:
                 starts.append(xt)
                 delays.append(d)
         state = RefineState(tracks=self._new_tracks(starts, delays))
+        state.start_loss = state.best().loss
         self._report(state)
         return state
 
@@ -178,6 +196,7 @@ class LMRefiner:
         state.phase = 2
         state.phase_start = state.iteration
         best.active = True  # the winner goes on too (phase 1 may have stopped it at the iteration cap)
+        best.stop = ""
         if others:
             state.tracks += self._new_tracks([self._track_at(best.x, d) for d in others], others)
 
@@ -194,6 +213,7 @@ class LMRefiner:
             off = k * (n_c + 1)
             if lb.diverged[off]:
                 t.active = False
+                t.stop = "diverged"
                 continue
             r0 = R[off]
             # a diverged difference says nothing: its column is zero (treated as unobservable)
@@ -226,12 +246,18 @@ class LMRefiner:
                     t.loss = float(f[j])
                     t.contrib = lbt.contrib[:, idx[j]].copy()
                     t.lam = lams[idx[j]]
+                    t.accepted += 1
+                    t.last_gain = float(improvement)
+                    t.rejected = 0
                     if improvement < s.rtol:
                         t.active = False
+                        t.stop = "rtol"
                 else:
                     t.lam *= 100.0
+                    t.rejected += 1
                     if t.lam > 1e8:
                         t.active = False
+                        t.stop = "rejected"
         state.iteration += 1
         in_phase = state.iteration - state.phase_start
         best = state.best().loss
@@ -239,8 +265,11 @@ class LMRefiner:
             for t in state.tracks:
                 if t.active and t.loss > s.prune_ratio * best:
                     t.active = False
+                    t.stop = "pruned"
         if in_phase >= s.max_iter:
             for t in state.tracks:
+                if t.active:
+                    t.stop = "budget"
                 t.active = False
         record["phase"] = state.phase
         record["tracks"] = [{"delay": t.delay, "loss": t.loss, "lambda": t.lam, "active": t.active} for t in state.tracks]
@@ -249,6 +278,37 @@ class LMRefiner:
         self._maybe_next_phase(state)
         self._report(state)
         return record
+
+    def verdict(self, state: RefineState, stage: str = "refine",
+                start_remedy: str = "start elsewhere (--x0) or give CMA-ES more generations (--max_iter)") -> StageVerdict:
+        """Whether the finished refinement converged (module docstring), judged on its best track.
+
+        ``start_remedy`` names the flags that help a stage that ended at its start (they differ per strategy).
+        """
+        s = self.settings
+        b = state.best()
+        budget = f"raise --refine_iter (now {s.max_iter} iterations per phase)"
+        if b.stop == "diverged" or not np.isfinite(b.loss):
+            return StageVerdict(stage, False, "its best track diverged (every start diverged)", start_remedy)
+        if state.start_loss is not None and not b.loss < state.start_loss:
+            return StageVerdict(stage, False, f"it ended at its start (loss {b.loss:.4e}): no step lowered the loss "
+                                "(a flat loss, or no sensitivity: e.g. joints held still by friction)", start_remedy)
+        if b.accepted == 0:
+            return StageVerdict(stage, False, f"every step of its best track (delay {b.delay}) was rejected: it stayed "
+                                "where it was warm-started", start_remedy)
+        if b.stop == "rtol":
+            return StageVerdict(stage, True, f"its last step lowered the loss by {100 * b.last_gain:.2g} % "
+                                f"(< rtol {100 * s.rtol:.2g} %) after {state.iteration} iterations")
+        if b.stop == "rejected":
+            return StageVerdict(stage, True, f"no damping value lowered the loss any more after {b.accepted} accepted "
+                                "steps (a minimum to the precision of the step)")
+        if b.rejected:
+            why = f"its damping was still rising ({b.rejected} rejected steps after the last accepted one)"
+        else:
+            why = (f"still improving: its last step lowered the loss by {100 * b.last_gain:.2g} % "
+                   f"(> rtol {100 * s.rtol:.2g} %)")
+        return StageVerdict(stage, False, f"it ran out of its {s.max_iter} iterations per phase before a stopping "
+                            f"test: {why}", budget)
 
     def run(self, state: RefineState, on_iteration: Callable[[dict, RefineState], None] | None = None) -> RefineState:
         """Iterate until every track is done; ``on_iteration`` is called after each iteration."""

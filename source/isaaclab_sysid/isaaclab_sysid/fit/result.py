@@ -90,6 +90,51 @@ class RefineSummary:
                                           for t in d["tracks"]])
 
 
+#: Plain names of the replay fit's search stages (the keys of :attr:`StageVerdict.stage`).
+STAGE_NAMES = {"cmaes": "CMA-ES", "fast": "fast path (Levenberg-Marquardt from the start)",
+               "refine": "Levenberg-Marquardt refinement"}
+
+
+@dataclass(frozen=True)
+class StageVerdict:
+    """Whether one search stage converged, and if not why and which flag gives it more room.
+
+    Attributes:
+        stage: ``cmaes``, ``fast`` or ``refine`` (:data:`STAGE_NAMES`).
+        converged: the stage stopped on a convergence test (not on its budget, not at its start,
+            not with every step rejected).
+        reason: what ended the stage, in plain words.
+        remedy: when not converged, the flag(s) that give it more room (empty when converged).
+    """
+
+    stage: str
+    converged: bool
+    reason: str
+    remedy: str = ""
+
+    @property
+    def name(self) -> str:
+        return STAGE_NAMES.get(self.stage, self.stage)
+
+    @property
+    def warning(self) -> str:
+        """One line for the console and the report ('' when converged)."""
+        if self.converged:
+            return ""
+        return f"{self.name} did NOT converge: {self.reason}" + (f"; {self.remedy}" if self.remedy else "")
+
+    def line(self) -> str:
+        """``<stage>: converged (<reason>)`` or its warning."""
+        return self.warning or f"{self.name}: converged ({self.reason})"
+
+    def to_json(self) -> dict:
+        return {"stage": self.stage, "converged": self.converged, "reason": self.reason, "remedy": self.remedy}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "StageVerdict":
+        return cls(str(d["stage"]), bool(d["converged"]), str(d.get("reason", "")), str(d.get("remedy", "")))
+
+
 @dataclass
 class FitResult:
     """The best parameters of a fit and what produced them.
@@ -106,6 +151,8 @@ class FitResult:
         iterations, evaluations, seed, popsize, backend: how the search ran.
         search: CMA-ES's final distribution (None for a result without a search).
         refine: the refinement's summary (None when it did not run).
+        convergence: one verdict per search stage that finished, in the order they ran (empty in
+            files written before the verdicts existed).
         adequacy: the model-adequacy verdict, once the result has been evaluated.
         intervals: the interval report, when computed (not part of ``sysid_best_params.json``).
     """
@@ -126,6 +173,7 @@ class FitResult:
     backend: str = ""
     search: SearchDistribution | None = None
     refine: RefineSummary | None = None
+    convergence: list[StageVerdict] = field(default_factory=list)
     adequacy: "Adequacy | None" = None
     intervals: "IntervalReport | None" = None
 
@@ -190,6 +238,7 @@ class FitResult:
             "at_bounds": [asdict(h) for h in self.at_bounds()],
             "cma": None if self.search is None else self.search.to_json(),
             "refine": None if self.refine is None else self.refine.to_json(),
+            "convergence": [v.to_json() for v in self.convergence],
             "adequacy": None if self.adequacy is None else self.adequacy.to_json(),
         }
 
@@ -227,8 +276,14 @@ class FitResult:
             popsize=int(d.get("popsize", 0)), backend=str(d.get("backend", "")),
             search=SearchDistribution.from_json(d["cma"]) if d.get("cma") else None,
             refine=RefineSummary.from_json(d["refine"]) if d.get("refine") else None,
+            convergence=[StageVerdict.from_json(v) for v in d.get("convergence") or []],
             adequacy=_adequacy(d.get("adequacy")),
         )
+
+    @property
+    def not_converged(self) -> list[StageVerdict]:
+        """The verdicts of the stages that did not converge."""
+        return [v for v in self.convergence if not v.converged]
 
     @property
     def unreliable(self) -> dict[str, str]:

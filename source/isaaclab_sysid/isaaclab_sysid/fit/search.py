@@ -12,6 +12,10 @@ Two strategies (``SearchSettings.strategy``, ``--strategy``):
   profiled (:mod:`~isaaclab_sysid.fit.fast_path`); CMA-ES and a second refinement run only
   when the fast path's own evidence says it is stuck (residual above the white noise,
   held-out error above the fit error, disagreeing starts).
+
+Every stage that finished leaves its convergence verdict (:class:`~isaaclab_sysid.fit.result.StageVerdict`)
+in :attr:`FitResult.convergence` and on the console: a stage that ended on its budget while still
+improving, at its start, or with every step rejected says so, with the flag that gives it more room.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings, GenerationReco
 from isaaclab_sysid.fit.param_space import BoundHit
 from isaaclab_sysid.fit.outputs import write_progress
 from isaaclab_sysid.fit.problem import FitProblem
+from isaaclab_sysid.fit.progress import FitProgress
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, RefineState, refine_line
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.result import FitResult, StageVerdict
 from isaaclab_sysid.fit.state import FitState
 
 
@@ -89,6 +94,7 @@ class Search:
         self.settings = settings
         self.run_dir = Path(run_dir)
         self.log = log
+        self.progress = FitProgress(log, settings.cmaes.max_iter, settings.refine_iter)  # lines <= 160 chars, clock
         self.on_generation = on_generation
         best = state.best if state is not None else BestSoFar()
         objective = p.objective()
@@ -123,9 +129,31 @@ class Search:
         """The fit result so far (a fast path that did not fall back has no CMA-ES search distribution)."""
         if self._fast_only():
             fast = self.state.fast.refine
-            return replace(self.cmaes.result(None if fast is None else fast.summary()), search=None)
+            return replace(self.cmaes.result(None if fast is None else fast.summary()), search=None,
+                           convergence=self.verdicts())
         refine = self.state.refine
-        return self.cmaes.result(None if refine is None else refine.summary())
+        return replace(self.cmaes.result(None if refine is None else refine.summary()), convergence=self.verdicts())
+
+    def verdicts(self) -> list[StageVerdict]:
+        """The convergence verdict of every stage that has finished, in the order they ran."""
+        out = []
+        fs = getattr(self.state, "fast", None)
+        if self.fast is not None and fs is not None and fs.refine is not None and fs.refine.done:
+            out.append(self.fast.verdict(fs))
+        if self.cmaes.done and self.cmaes.state.history:
+            out.append(self.cmaes.verdict())
+        if self.state.refine is not None and self.state.refine.done:
+            out.append(self.refiner.verdict(self.state.refine))
+        return out
+
+    def _say(self, v: StageVerdict | None) -> None:
+        """A finished stage's verdict: a warning always, a converged line unless quiet."""
+        if v is None:
+            return
+        if not v.converged:
+            self.log(f"warning: {v.warning}")
+        elif not self.settings.quiet:
+            self.log(f"[{v.stage}] {v.line()}")
 
     def _fast_only(self) -> bool:
         """The fast strategy before (or without) its CMA-ES fallback."""
@@ -142,7 +170,7 @@ class Search:
     def _generation(self, rec: GenerationRecord, fit: CmaesFit) -> None:
         if not self.settings.quiet:
             hits = self.problem.space.at_bounds(self.state.best.x) if self.state.best.x is not None else []
-            self.log(progress_line(rec, self.settings.cmaes.max_iter, fit.run_names, hits))
+            self.progress.generation(rec, fit.run_names, hits)
         write_progress(self.run_dir, fit.state.history, fit.run_names)
         if rec.iteration % self.settings.save_interval == 0 or fit.done:
             self.checkpoint()
@@ -151,7 +179,7 @@ class Search:
 
     def _refinement(self, rec: dict, _state: RefineState) -> None:
         if not self.settings.quiet:
-            self.log(refine_line(rec, self.settings.refine_iter) + bound_note(self.problem.space.at_bounds(self.state.best.x)))
+            self.progress.refinement(rec, self.problem.space.at_bounds(self.state.best.x))
         self.checkpoint()
 
     def run(self, x0_extra: np.ndarray | None = None) -> FitResult:
@@ -163,11 +191,13 @@ class Search:
                 return self.result()
             extra.append(self.state.fast.refine.best().x.copy())  # the fallback can only improve on the fast optimum
         self.cmaes.run(self._generation)
+        self._say(self.cmaes.verdict())
         if self.settings.refine_iter > 0:
             if self.state.refine is None:
                 self.state.refine = self.refiner.start(self.state.best.x, extra_starts=extra)
                 self.checkpoint()
             self.refiner.run(self.state.refine, self._refinement)
+            self._say(self.refiner.verdict(self.state.refine))
         write_progress(self.run_dir, self.cmaes.state.history, self.cmaes.run_names)
         return self.result()
 
@@ -184,6 +214,8 @@ class Search:
         self.fast.run(fs, self._refinement)
         if not had_verdict:
             if not self.settings.quiet:
-                self.log(evidence_line(fs.evidence))
+                self.progress.note(evidence_line(fs.evidence))  # carries the convergence warning, if any
+            elif not fs.evidence.converged:
+                self.log(f"warning: {fs.evidence.convergence}")
             self.checkpoint()
         return fs.fell_back
