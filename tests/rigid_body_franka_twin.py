@@ -71,7 +71,9 @@ def add_gravity(run, robot):
     model = robot.build_pinocchio(gravity=True)
     data = model.createData()
     g = np.array([pin.computeGeneralizedGravity(model, data, q) for q in run.q])
-    return dataclasses.replace(run, tau_J=run.tau_J + g)
+    # the file says what its tau_J now holds (identify_rigid_body.py reads it instead of the twin's gravity-free record)
+    meta = dataclasses.replace(run.meta, summary={**run.meta.summary, "includes_gravity": {"tau_J": True}})
+    return dataclasses.replace(run, tau_J=run.tau_J + g, meta=meta)
 
 
 def write_franka_runs(folder: Path, seeds=(1, 2, 3), duration: float = 16.0, true_seed: int = 7):

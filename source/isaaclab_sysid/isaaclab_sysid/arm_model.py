@@ -12,6 +12,7 @@ import numpy as np
 from isaaclab_sysid.data import Run
 from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
 from isaaclab_sysid.robots import LinkInertial, Robot
+from isaaclab_sysid.robots.overrides import InertialError, engine_ready, engine_violation, principal_moments
 
 
 def gravity_in_signal(run: Run, signal: str) -> bool:
@@ -51,6 +52,51 @@ class ArmModel:
         return reg.link_inertials(reg.prior())
 
 
+def fixed_children(robot: Robot) -> dict[str, tuple[str, ...]]:
+    """Moving body (Pinocchio's, one per joint) -> the links with mass fixed to it that Pinocchio merges in
+    (the Franka's link 7: panda_hand and the fingers; empty for most bodies)."""
+    import xml.etree.ElementTree as ET
+
+    import pinocchio as pin
+
+    massive = set()
+    for link in ET.fromstring(robot.urdf_text()).findall("link"):
+        mass = link.find("inertial/mass")
+        if mass is not None and float(mass.get("value", 0.0)) > 0:
+            massive.add(link.get("name"))
+    model = robot.build_pinocchio()
+    out = {}
+    for j in range(1, model.njoints):
+        names = [f.name for f in model.frames if f.parentJoint == j and f.type == pin.FrameType.BODY]
+        out[names[0]] = tuple(n for n in names[1:] if n in massive)
+    return out
+
+
+def link_overrides(robot: Robot, bodies: dict[str, LinkInertial]) -> dict[str, LinkInertial]:
+    """The per-link overrides (URDF links, what MuJoCo and Isaac Lab build) that give ``robot``'s moving
+    bodies the inertials ``bodies``: each body's inertials less its fixed children's share."""
+    current = ArmModel(robot).body_inertials()
+    unknown = sorted(set(bodies) - set(current))
+    if unknown:
+        raise InertialError(f"no moving body {', '.join(unknown)} in robot {robot.name} "
+                            f"(bodies: {', '.join(current)})")
+    probe = ArmModel(robot.with_inertials({n: current[n] for n in bodies})).body_inertials()
+    out = {}
+    for n, target in bodies.items():
+        children = probe[n].to_pi() - current[n].to_pi()
+        pi = target.to_pi() - children
+        if not pi[0] > 0:
+            raise InertialError(f"{_body_words(n, robot)}: mass {target.mass:.6g} kg leaves {pi[0]:.6g} kg once its "
+                                f"fixed children's {children[0]:.6g} kg are taken out (not positive)")
+        out[n] = LinkInertial.from_pi(pi)
+    return out
+
+
+def _body_words(name: str, robot: Robot) -> str:
+    kids = fixed_children(robot).get(name, ())
+    return f"{name} (without its fixed children {', '.join(kids)})" if kids else name
+
+
 def with_body_inertials(robot: Robot, bodies: dict[str, LinkInertial]) -> Robot:
     """``robot`` whose moving bodies (Pinocchio's, one per joint, fixed children merged in) have
     the given inertials.
@@ -59,11 +105,47 @@ def with_body_inertials(robot: Robot, bodies: dict[str, LinkInertial]) -> Robot:
     to it (the Franka's hand and fingers into link 7), so overriding a link with a merged
     body's inertials counts those children twice. Here each override is the target minus
     the children's share ``C = merged(X0) - X0`` (in the additive 10-parameter form).
+
+    Raises:
+        InertialError: a link override the replay engines would refuse or change (MuJoCo: ``A + B >= C``;
+            :func:`~isaaclab_sysid.robots.overrides.engine_violation`), naming the link and its principal
+            moments; when ``bodies`` came from :func:`~isaaclab_sysid.rigid_body.io.load_nominal`, the file too.
     """
+    source = getattr(bodies, "source", None)
+    where = f"{source}: " if source is not None else ""
+    try:
+        out = link_overrides(robot, bodies)
+    except InertialError as exc:
+        raise InertialError(f"{where}{exc}") from None
+    for n, li in out.items():
+        why = engine_violation(li)
+        if why is not None:
+            raise InertialError(f"{where}{_body_words(n, robot)}: {why}; rewrite the file with "
+                                "scripts/identify_rigid_body.py (it enforces the margin)")
+    return robot.with_inertials(out)
+
+
+def engine_ready_bodies(robot: Robot, bodies: dict[str, LinkInertial]) -> tuple[dict[str, LinkInertial], list[str]]:
+    """``bodies`` (moving bodies, fixed children merged in) changed as little as needed so that every link
+    override :func:`with_body_inertials` derives passes the engines' margin (MuJoCo, Newton): a link that
+    fails has its principal second moments raised (:func:`~isaaclab_sysid.robots.overrides.engine_ready`;
+    mass, centre of mass and axes kept), and its body is re-merged. Returns the bodies and one note per change.
+
+    Raises:
+        InertialError: a body whose mass does not exceed its fixed children's.
+    """
+    overrides = link_overrides(robot, bodies)
     current = ArmModel(robot).body_inertials()
     probe = ArmModel(robot.with_inertials({n: current[n] for n in bodies})).body_inertials()
-    out = {}
-    for n, target in bodies.items():
+    out, notes = dict(bodies), []
+    for n, li in overrides.items():
+        why = engine_violation(li)
+        if why is None:
+            continue
+        fixed = engine_ready(li)
         children = probe[n].to_pi() - current[n].to_pi()
-        out[n] = LinkInertial.from_pi(target.to_pi() - children)
-    return robot.with_inertials(out)
+        out[n] = LinkInertial.from_pi(fixed.to_pi() + children)
+        ev = principal_moments(fixed.inertia)
+        notes.append(f"{_body_words(n, robot)}: {why}; raised to {ev[0]:.6g} {ev[1]:.6g} {ev[2]:.6g} kg m^2 "
+                     "(mass, centre of mass and axes kept)")
+    return out, notes

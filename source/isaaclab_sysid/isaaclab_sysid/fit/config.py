@@ -62,7 +62,7 @@ class SearchConfig:
     """Delays the refinement re-optimizes beside the best one: d-k..d+k ticks (default: every delay in the bounds)."""
     x0: str = "low"
     """CMA-ES start: low (sliding regime: armature 20 %, friction/viscous 5 % of their ranges), center, a
-    sysid_best_params.json, or a seed from scripts/seed_fit.py (rigid-body joint terms; groups missing from a file start low)."""
+    sysid_best_params.json (or the fit folder holding it), or a seed from scripts/seed_fit.py (rigid-body joint terms; groups missing from a file start low)."""
     sigma: float = 0.25
     """Initial CMA-ES step size in the normalized parameter space (every group scaled to [0, 1] within its bounds)."""
     seed: int = 0
@@ -131,7 +131,10 @@ class ReplayConfig:
     robot: str | None = None
     """Robot config name or path (default: the runs' sidecar 'robot', e.g. franka_panda)."""
     nominal: str | None = None
-    """Rigid-body identification output whose link masses/inertias replace the URDF's (file from the least-squares stage)."""
+    """Rigid-body identification output whose link masses/inertias replace the URDF's (nominal_inertials.json or
+    rb_params.json of identify_rigid_body.py, or its output folder)."""
+    admit_rejected_nominal: bool = False
+    """Use a --nominal file that its identification marked not to be used (its consistency test rejected the estimate)."""
     warmup_ticks: int = 50
     """Ticks [1 ms] the first setpoint is held before the logged time base starts."""
     torque_clamp: bool = False
@@ -193,7 +196,8 @@ class OutputConfig:
     resume: str | None = None
     """Resume the fit in this output folder from its newest checkpoint (its config.json supplies every other option)."""
     eval_params: str | None = None
-    """Skip the optimizer: score this sysid_best_params.json or checkpoint_<iter>.json (and the nominal parameters) on the given runs."""
+    """Skip the optimizer: score this sysid_best_params.json or checkpoint_<iter>.json, or the fit folder holding a
+    sysid_best_params.json (and the nominal parameters), on the given runs."""
     wandb: bool = False
     """Log progress to Weights & Biases (offline mode unless WANDB_MODE says otherwise)."""
     plots: bool = True

@@ -32,7 +32,7 @@ from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.loss import DIVERGENCE_PENALTY
 from isaaclab_sysid.fit.optimizer import CmaesSettings
 from isaaclab_sysid.fit.outputs import new_run_dir, read_config, write_config
-from isaaclab_sysid.fit.problem import FitProblem, build_problem, start_point
+from isaaclab_sysid.fit.problem import FitProblem, build_problem, params_file, start_point
 from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 from isaaclab_sysid.fit.search import Search, SearchSettings
 from isaaclab_sysid.fit.tracking import WandbLog
@@ -61,6 +61,11 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
     """Run the whole job (fit + evaluation, or ``--eval_params`` alone); returns the output folder."""
     t_start = time.perf_counter()
     args = resumed_args(args)
+    # a fit's output folder stands for its sysid_best_params.json (the folder the fit printed)
+    if args.output.eval_params:
+        args.output.eval_params = params_file("--eval_params", args.output.eval_params)
+    if args.search.x0 not in ("low", "center"):
+        args.search.x0 = params_file("--x0", args.search.x0)
     problem = build_problem(args, log)
     if args.output.eval_params:
         return _eval_only(args, problem, log)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
 from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 from isaaclab_sysid.fit import torque_replay
 from isaaclab_sysid.fit.state_age_source import resolve_state_age
 from isaaclab_sysid.robots import Robot, load_robot
@@ -168,15 +169,47 @@ def build_robot(args: FitArgs, runs: Sequence[Run]) -> Robot:
             raise FitError(f"run {r.name} has {r.n_dof} joints, robot {robot.name} has {robot.n_dof}")
     if args.replay.nominal:
         from isaaclab_sysid.arm_model import with_body_inertials  # Pinocchio: only when asked
-        from isaaclab_sysid.rigid_body.io import load_nominal
+        from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal
+        from isaaclab_sysid.robots.overrides import InertialError
 
+        path = nominal_file(args.replay.nominal)
         try:
+            bodies = load_nominal(path, admit_rejected=args.replay.admit_rejected_nominal)
             # the file holds the regressor's moving bodies (fixed children such as the Franka's hand merged in):
-            # with_body_inertials gives each body those inertials without counting its merged children twice
-            robot = with_body_inertials(robot, load_nominal(args.replay.nominal))
-        except Exception as exc:  # NominalFileError, OSError, JSON errors: one line naming the flag, no traceback
-            raise FitError(f"--nominal {args.replay.nominal}: {exc}") from None
+            # with_body_inertials gives each body those inertials without counting its merged children twice, and
+            # refuses a link the engines would refuse (the link, its moments and the file named: never --backend)
+            robot = with_body_inertials(robot, bodies)
+        except (NominalFileError, InertialError) as exc:  # the message names the file
+            raise FitError(f"--nominal: {exc}") from None
+        except Exception as exc:  # OSError, JSON errors, an unknown link: one line naming the flag, no traceback
+            raise FitError(f"--nominal {path}: {exc}") from None
     return robot
+
+
+def params_file(flag: str, spec: str) -> str:
+    """``--eval_params`` / ``--x0``: a params file, or a fit's output folder (its sysid_best_params.json)."""
+    p = Path(spec)
+    if not p.is_dir():
+        return spec
+    f = p / RESULT_FILE
+    if f.is_file():
+        return str(f)
+    ckpts = sorted(p.glob("checkpoint_*.json"))
+    hint = f" (it has {len(ckpts)} checkpoint_<iter>.json: give one, e.g. {ckpts[-1]})" if ckpts else ""
+    raise FitError(f"{flag} {spec}: a folder without {RESULT_FILE}{hint}; give a sysid_best_params.json, a "
+                   "checkpoint_<iter>.json, or a fit's output folder that holds one")
+
+
+def nominal_file(spec: str) -> str:
+    """``--nominal``: a file, or an identify_rigid_body.py output folder (its nominal_inertials.json)."""
+    p = Path(spec)
+    if p.is_dir():
+        f = p / "nominal_inertials.json"
+        if not f.is_file():
+            raise FitError(f"--nominal {spec}: a folder without nominal_inertials.json (give the file, or the --out "
+                           "folder of scripts/identify_rigid_body.py)")
+        return str(f)
+    return spec
 
 
 def build_backend(args: FitArgs, robot: Robot, log: Callable[[str], None] = print) -> ReplayBackend:

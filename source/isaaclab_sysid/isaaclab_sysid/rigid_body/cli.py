@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
+import tyro
 
 from isaaclab_sysid.data import RunFormatError
 from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
@@ -30,7 +31,7 @@ from isaaclab_sysid.rigid_body.pipeline import (
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions, Processed
 from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
 from isaaclab_sysid.rigid_body.report import verdict
-from isaaclab_sysid.rigid_body.runs_input import commanded_trajectory, process_run, read_runs, robot_of
+from isaaclab_sysid.rigid_body.runs_input import commanded_trajectory, gravity_record, process_run, read_runs, robot_of
 from isaaclab_sysid.rigid_body.ur10e_data import (
     PublishedParameters,
     UR10eDataError,
@@ -39,7 +40,7 @@ from isaaclab_sysid.rigid_body.ur10e_data import (
     load_published_parameters,
     ur10e_dir,
 )
-from isaaclab_sysid.rigid_body.writers import OutputFiles, write_identification
+from isaaclab_sysid.rigid_body.writers import OutputFiles, nominal_verdict, verdict_lines, write_identification
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.robots.config import RobotConfigError
 
@@ -52,8 +53,8 @@ GAIN_METHODS = ("output_error", "equation_error")
 class IdentifyArgs:
     """Rigid-body least squares on real logs (UR10e CSV format, or --runs in the run format)."""
 
-    out: Path = Path("logs/rigid_body/ur10e")
-    """Output folder (created)."""
+    out: Path | None = None
+    """Output folder (created; default logs/rigid_body/<robot>)."""
     runs: tuple[Path, ...] = ()
     """Identification runs in the project's run format (CSV + sidecar, or HDF5); when given,
     the UR10e data is not used and the output is the measured joint torque (--signal)."""
@@ -61,8 +62,10 @@ class IdentifyArgs:
     """Held-out runs (run format) whose torque is predicted and reported."""
     signal: str = "tau_J"
     """--runs output signal: tau_J (measured joint torque, libfranka: includes gravity) or tau (commanded)."""
-    tau_includes_gravity: bool = True
-    """--runs: the signal contains gravity (real Panda tau_J: yes; the gravity-free twin's tau_J: no)."""
+    tau_includes_gravity: tyro.conf.DisallowNone[bool | None] = None
+    """--runs: the signal contains gravity (real Panda tau_J: yes; the gravity-free twin's tau_J: no). Default: what
+    the runs' sidecars record (gravity_compensated, the recorder, schema 2); required where they do not say, refused
+    where it contradicts them."""
     logged_velocity: bool = True
     """--runs: use the logged dq (filtered) instead of differentiating q."""
     data: Path | None = None
@@ -130,10 +133,12 @@ class IdentifyArgs:
 
 @dataclass
 class Prepared:
-    """Checked, preprocessed inputs of one identification and the load + preprocess time [s]."""
+    """Checked, preprocessed inputs of one identification and the load + preprocess time [s];
+    ``facts``: what the signal was taken to contain and where that came from (recorded in the outputs)."""
 
     data: IdentificationData
     t_load: float
+    facts: dict[str, str] | None = None
 
 
 def main_from_args(args: IdentifyArgs) -> int:
@@ -151,9 +156,12 @@ def run(args: IdentifyArgs) -> tuple[RigidBodyIdentification, OutputFiles]:
     options = pipeline_options(args)
     check_flags(args)
     prepared = prepare_runs(args) if args.runs else prepare_ur10e(args)
+    out = args.out if args.out is not None else Path("logs/rigid_body") / prepared.data.regressor.robot.name
     res = identify(prepared.data, options)
-    files = write_identification(res, args.out)
+    verdict = nominal_verdict(res, prepared.facts)
+    files = write_identification(res, out, verdict)
     print_summary(res, files, prepared.t_load)
+    print_verdict(verdict, files)
     return res, files
 
 
@@ -181,6 +189,8 @@ def check_flags(args: IdentifyArgs) -> None:
             require(value is None or value == (), f"--{name.replace('_', '-')} is for the UR10e logs, not --runs")
         require(args.max_corrupt_head_rows == 0, "--max-corrupt-head-rows is for the UR10e logs, not --runs")
         return
+    require(args.tau_includes_gravity is None, "--tau-includes-gravity is for --runs (the UR10e current model always "
+            "includes gravity)")
     require(args.method != "iv", "--method iv needs the commanded joint trajectory (q_des): runs in the run format "
             "(--runs) from the joint_pd controller; the UR10e logs hold no desired positions")
     require(not args.heldout, "--heldout needs --runs (the UR10e held-out runs are validation_data/)")
@@ -207,7 +217,14 @@ def prepare_runs(args: IdentifyArgs) -> Prepared:
         raise RigidBodyError(str(exc)) from None
     for r in ident_runs + held_runs:
         require(r.n_dof == robot.n_dof, f"run {r.name} has {r.n_dof} joints, robot {robot.name} has {robot.n_dof}")
-    reg = Regressor(robot, RegressorOptions(coulomb_deadband=args.coulomb_deadband, gravity=args.tau_includes_gravity))
+        require(r.meta.robot == robot.name, f"--robot {args.robot} (config {robot.name}) contradicts {_file(r)}: "
+                f"sidecar robot {r.meta.robot}; drop --robot (the sidecar's is used) or fix the sidecar")
+        period = 1.0 / r.meta.log_rate_hz
+        require(args.dt >= period * (1 - 1e-9), f"--dt {args.dt:g} s is finer than {_file(r)}: sidecar log_rate_hz "
+                f"{r.meta.log_rate_hz:g} ({period:g} s rows); give --dt {period:g} or coarser")
+    gravity, why = resolve_gravity(args, ident_runs + held_runs)
+    print(f"{args.signal} {'includes' if gravity else 'excludes'} gravity: {why}")
+    reg = Regressor(robot, RegressorOptions(coulomb_deadband=args.coulomb_deadband, gravity=gravity))
     pre = PreprocessOptions(dt=args.dt, cutoff_hz=args.cutoff_hz)
     try:
         ident = [process_run(r, pre, args.signal, args.logged_velocity) for r in ident_runs]
@@ -216,7 +233,46 @@ def prepare_runs(args: IdentifyArgs) -> Prepared:
     except ValueError as exc:
         raise RigidBodyError(str(exc)) from None
     data = IdentificationData(reg, ident, valid, signal=args.signal, unit="N m", instruments=instruments)
-    return Prepared(data, time.perf_counter() - t0)
+    return Prepared(data, time.perf_counter() - t0, {"gravity_in_signal": why})
+
+
+def _file(run) -> str:
+    return str(run.source or run.name)
+
+
+def resolve_gravity(args: IdentifyArgs, runs: list) -> tuple[bool, str]:
+    """Whether the runs' ``--signal`` holds gravity: what their files record (:func:`gravity_record`), the flag
+    where they are silent. Returns (value, where it comes from).
+
+    Raises:
+        RigidBodyError: the flag contradicts a file (both values and the file named), two files disagree,
+            or a file is silent and the flag is missing.
+    """
+    flag = args.tau_includes_gravity
+    words = {True: "--tau-includes-gravity", False: "--no-tau-includes-gravity"}
+    recorded = [(r, *gravity_record(r, args.signal)) for r in runs]
+    known = [(r, v, why) for r, v, why in recorded if v is not None]
+    for r, v, why in known:
+        if flag is not None and flag != v:
+            raise RigidBodyError(f"{words[flag]} contradicts {_file(r)}: its {args.signal} "
+                f"{'includes' if v else 'excludes'} gravity ({why}); drop the flag (the file's is used)")
+    values = {v for _, v, _ in known}
+    if len(values) > 1:
+        a = next((r, why) for r, v, why in known if v)
+        b = next((r, why) for r, v, why in known if not v)
+        raise RigidBodyError(f"{_file(a[0])} records {args.signal} with gravity ({a[1]}) but {_file(b[0])} without "
+                             f"({b[1]}); identify them separately")
+    silent = [(r, why) for r, v, why in recorded if v is None]
+    if silent and flag is None:
+        r, why = silent[0]
+        raise RigidBodyError(f"{_file(r)}: does its {args.signal} include gravity? The file does not say ({why}); "
+                             f"pass --tau-includes-gravity (a real arm's torque sensor, libfranka's tau_J) or "
+                             f"--no-tau-includes-gravity (a gravity-free simulation)")
+    if flag is not None:
+        return flag, f"{words[flag]} (the files do not say)" if not known else f"{words[flag]}, as the files record"
+    r, v, why = known[0]
+    more = f" (and {len(known) - 1} more run(s) alike)" if len(known) > 1 else ""
+    return v, f"{_file(r)}: {why}{more}"
 
 
 @dataclass
@@ -255,7 +311,7 @@ def prepare_ur10e(args: IdentifyArgs) -> Prepared:
     if published is not None:
         ref["published (authors)"] = ReferenceModel(published_standard_vector(reg, published), published.drive_gains)
     data = IdentificationData(reg, logs.ident, logs.valid, "current", "A", gains, ref, dg, logs.loaded_valid)
-    return Prepared(data, t_load)
+    return Prepared(data, t_load, {"gravity_in_signal": "the UR10e motor current: the arm holds its weight"})
 
 
 def _ur10e_ident_files(args: IdentifyArgs, folder: Path) -> list[Path]:
@@ -348,6 +404,14 @@ def print_drive_gains(dg: DriveGainResult, joint_names: tuple[str, ...]) -> None
         print(f"  warning: the gain estimate did not converge ({dg.message})")
     if dg.weak:
         print("  warning: weakly identified gains (relative std above 5 %): " + ", ".join(dg.weak))
+
+
+def print_verdict(verdict: dict, files: OutputFiles) -> None:
+    """The engine adjustments of the written inertials, then the verdict on them (with likely causes)."""
+    for note in files.engine_notes:
+        print(f"note: {files.nominal}: {note}")
+    for line in verdict_lines(verdict, files):
+        print(line)
 
 
 def print_summary(res: RigidBodyIdentification, files: OutputFiles, t_load: float) -> None:

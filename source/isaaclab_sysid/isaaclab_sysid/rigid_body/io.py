@@ -24,7 +24,20 @@ RB_PARAMS_SCHEMA = "isaaclab_sysid.rb_params/1"
 
 
 class NominalFileError(ValueError):
-    """The inertial override file is malformed (the message names the file and key)."""
+    """The inertial override file is malformed or marked not to be used (the message names the file and key)."""
+
+
+class NominalInertials(dict):
+    """link name -> :class:`LinkInertial` as read from a file: ``source`` (the file) and ``verdict``
+    (its ``verdict`` entry, ``{}`` when it has none) ride along, so whoever applies them
+    (:func:`~isaaclab_sysid.arm_model.with_body_inertials`) can name the file in an error."""
+
+    source: Path | None = None
+    verdict: dict = {}
+
+
+#: The flag of the fit that reads a file marked not to be used anyway.
+ADMIT_FLAG = "--admit_rejected_nominal"
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
@@ -45,22 +58,31 @@ def inertials_to_dict(inertials: dict[str, LinkInertial]) -> dict:
     }
 
 
-def save_nominal(path: str | Path, inertials: dict[str, LinkInertial], meta: dict | None = None) -> Path:
-    """Write the link-inertial override file that ``load_nominal`` and ``--nominal`` read."""
+def save_nominal(path: str | Path, inertials: dict[str, LinkInertial], meta: dict | None = None,
+                 verdict: dict | None = None) -> Path:
+    """Write the link-inertial override file that ``load_nominal`` and ``--nominal`` read; ``verdict``
+    (``{"usable": bool, "reason": str, ...}``) marks whether it is fit to use (``load_nominal`` refuses
+    ``usable: false``)."""
     body = inertials_to_dict(inertials)
+    if verdict is not None:
+        body["verdict"] = verdict
     if meta:
         body["meta"] = meta
     return atomic_write_json(path, body)
 
 
-def load_nominal(path: str | Path) -> dict[str, LinkInertial]:
+def load_nominal(path: str | Path, admit_rejected: bool = False) -> NominalInertials:
     """Read a link-inertial override file (or an ``rb_params.json``, using its ``link_inertials``).
 
+    A file whose ``verdict.usable`` is false (the identification's consistency test rejected the
+    estimate; :mod:`.writers`) is refused unless ``admit_rejected``.
+
     Returns:
-        link name -> :class:`LinkInertial`, ready for ``Robot.with_inertials``.
+        link name -> :class:`LinkInertial` (moving bodies, fixed children merged in), ready for
+        :func:`~isaaclab_sysid.arm_model.with_body_inertials`; ``.source`` is ``path``.
 
     Raises:
-        NominalFileError: naming the file and the offending key.
+        NominalFileError: naming the file and the offending key, or the verdict that rejected it.
     """
     path = Path(path)
     try:
@@ -69,11 +91,17 @@ def load_nominal(path: str | Path) -> dict[str, LinkInertial]:
         raise NominalFileError(f"{path}: no such file") from None
     except json.JSONDecodeError as exc:
         raise NominalFileError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}") from None
+    verdict = body.get("verdict") if isinstance(body, dict) else None
+    verdict = verdict if isinstance(verdict, dict) else {}
+    if verdict.get("usable") is False and not admit_rejected:
+        raise NominalFileError(f"{path}: marked not to be used: {verdict.get('reason', 'rejected')}; identify again "
+                               f"(see the causes it printed), or pass {ADMIT_FLAG} to use it anyway")
     if isinstance(body, dict) and "link_inertials" in body and "links" not in body:
         body = body["link_inertials"]
     if not isinstance(body, dict) or not isinstance(body.get("links"), dict):
         raise NominalFileError(f"{path}: expected an object with a 'links' mapping")
-    out = {}
+    out = NominalInertials()
+    out.source, out.verdict = path, verdict
     for name, entry in body["links"].items():
         where = f"{path}: links.{name}"
         try:

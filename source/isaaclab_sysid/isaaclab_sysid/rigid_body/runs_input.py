@@ -14,6 +14,14 @@ then come out near zero, which costs nothing. The simulated twin's ``tau_J`` is 
 torque that acted on a gravity-free arm (friction and armature included, gravity
 not): identify twin runs with ``gravity=False``, or add g(q) first (what the tests
 do, to mimic a real log).
+
+What a file records decides it (:func:`gravity_record`), never a default: the sidecar's
+``summary.includes_gravity`` (``{"tau_J": bool, "tau": bool}``, written by whoever changed the
+signal, e.g. the tests that add g(q)), a torque replay's ``summary.torque_replay``, the Franka
+tooling's schema 2 (libfranka: ``tau_J`` includes gravity, ``tau`` excludes it), the twin's
+recorder (a simulated gravity-free arm when ``gravity_compensated``), and ``gravity_compensated``
+itself for the commanded ``tau`` (and for ``tau_J`` when false). A measured ``tau_J`` of a
+gravity-compensated real arm in schema 1 is the silent case: the flag must say it.
 """
 
 from __future__ import annotations
@@ -51,6 +59,40 @@ def robot_of(runs: list[Run], override: str | None = None) -> str:
         detail = ", ".join(f"{r.name}: {r.meta.robot}" for r in runs)
         raise ValueError(f"runs recorded on different robots ({detail}); pass --robot")
     return names[0]
+
+
+#: ``meta.summary["recorder"]`` of the simulated twin (``isaaclab_sysid.twin``).
+TWIN_RECORDER = "isaaclab_sysid twin"
+
+
+def gravity_record(run: Run, signal: str) -> tuple[bool | None, str]:
+    """What the run's file records about gravity in its torque ``signal`` (``tau_J`` or ``tau``).
+
+    Returns:
+        (True/False, where the file says it) or (None, why the file is silent).
+    """
+    meta = run.meta
+    summary = meta.summary if isinstance(meta.summary, dict) else {}
+    stated = summary.get("includes_gravity")
+    if isinstance(stated, dict) and isinstance(stated.get(signal), bool):
+        return stated[signal], f"sidecar summary.includes_gravity.{signal}: {str(stated[signal]).lower()}"
+    replay = summary.get("torque_replay")
+    if isinstance(replay, dict) and replay.get("signal") == signal and isinstance(replay.get("includes_gravity"), bool):
+        return replay["includes_gravity"], f"sidecar summary.torque_replay: includes_gravity {replay['includes_gravity']}"
+    if meta.source_format == "franka_tooling/2":
+        if signal == "tau_J":
+            return True, "Franka tooling log (schema 2): libfranka's tau_J is the link-side sensor, gravity included"
+        return False, "Franka tooling log (schema 2): the commanded tau excludes gravity (the robot adds it)"
+    gc = f"gravity_compensated: {str(meta.gravity_compensated).lower()}"
+    if summary.get("recorder") == TWIN_RECORDER:
+        return (not meta.gravity_compensated,
+                f"sidecar {gc}, recorded by the twin (a simulated arm: its torques hold gravity only without compensation)")
+    if signal == "tau":
+        return not meta.gravity_compensated, f"sidecar {gc} (the commanded torque holds gravity only without it)"
+    if not meta.gravity_compensated:
+        return True, f"sidecar {gc} (the arm held its own weight: the measured torque includes gravity)"
+    return None, (f"sidecar {gc} says the controller cancels gravity; a real arm's link-side sensor still reads it, "
+                  "a simulated gravity-free arm's does not")
 
 
 def process_run(

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.rigid_body.io import inertials_to_dict, save_nominal, write_rb_params
+from isaaclab_sysid.arm_model import engine_ready_bodies
+from isaaclab_sysid.rigid_body.io import ADMIT_FLAG, inertials_to_dict, save_nominal, write_rb_params
 from isaaclab_sysid.rigid_body.pipeline import RigidBodyIdentification
 from isaaclab_sysid.rigid_body.report import plot_run, report_sections, write_report
 from isaaclab_sysid.robots import LinkInertial
@@ -36,29 +37,97 @@ class OutputFiles:
     Attributes:
         rb_params: ``rb_params.json``; nominal: ``nominal_inertials.json``; report: ``report.md``.
         plots: the PNGs, relative to the output folder.
+        engine_notes: one line per link whose inertia was raised to the engines' margin (:func:`write_identification`).
     """
 
     rb_params: Path
     nominal: Path
     report: Path
     plots: tuple[str, ...] = ()
+    engine_notes: tuple[str, ...] = ()
 
     def named(self) -> dict[str, Path]:
         """name -> path of the three result files (the order the CLI prints them)."""
         return {"rb_params": self.rb_params, "nominal": self.nominal, "report": self.report}
 
 
-def write_identification(res: RigidBodyIdentification, out_dir: str | Path) -> OutputFiles:
+#: The SDP set is rejected when its consistency test with the LS estimate gives a p-value below this.
+CONSISTENCY_ALPHA = 1e-3
+
+
+def nominal_verdict(res: RigidBodyIdentification, facts: dict[str, str] | None = None) -> dict:
+    """Whether ``nominal_inertials.json`` may be used: the SDP set must pass the consistency test with the LS
+    estimate (chi-square under the covariance the SDP used, p >= :data:`CONSISTENCY_ALPHA`) and the all-pose audit.
+
+    Args:
+        res: the identification.
+        facts: what the signal was taken to contain and where from (``{"gravity_in_signal": ...}``).
+    Returns:
+        ``{"usable", "reason", "test", "likely_causes"}`` (causes empty when usable), written into both files.
+    """
+    c, reg = res.consistency, res.regressor
+    p, d2 = {
+        "hac_conditioned": (c.p_value_conditioned_cov, c.mahalanobis_conditioned_cov),
+        "hac": (c.p_value_hac_cov, c.mahalanobis_hac_cov),
+        "ols": (c.p_value_ols_cov, c.mahalanobis_ols_cov),
+    }[c.sdp_covariance]
+    test = (f"SDP consistency with the LS estimate: Mahalanobis {d2:.1f} on {c.base_dof} dof under the "
+            f"{c.sdp_covariance} covariance, p {p:.3g} (rejected below {CONSISTENCY_ALPHA:g})")
+    problems = []
+    if not p >= CONSISTENCY_ALPHA:
+        problems.append(f"the physical (SDP) link inertials are inconsistent with the least-squares estimate "
+                        f"(p {p:.3g} < {CONSISTENCY_ALPHA:g})")
+    if not res.audit_reconstructed.passed:
+        problems.append("the SDP set fails the all-pose audit (M(q) not positive definite somewhere)")
+    causes = []
+    if problems:
+        gravity = "with" if reg.options.gravity else "without"
+        other = "--no-tau-includes-gravity" if reg.options.gravity else "--tau-includes-gravity"
+        src = (facts or {}).get("gravity_in_signal", "")
+        causes = [
+            f"gravity in the signal: the model took {res.data.signal} {gravity} gravity" + (f" ({src})" if src else "")
+            + f"; if the signal is otherwise: {other} where the files do not say, else correct their sidecars",
+            f"wrong robot: {reg.robot.name} (configs/robots/{reg.robot.name}.toml); its kinematics, fixed links and "
+            "joint order must be the arm's (--robot)",
+            f"friction model: per joint {', '.join(reg.joint_terms)}; a friction the columns cannot follow (static "
+            "friction, Stribeck, position-dependent) lands in the inertials (--coulomb-deadband, longer or faster runs)",
+        ]
+    return {"usable": not problems, "reason": "; ".join(problems) if problems else "consistent: " + test,
+            "test": test, "likely_causes": causes}
+
+
+def write_identification(res: RigidBodyIdentification, out_dir: str | Path, verdict: dict | None = None) -> OutputFiles:
     """Write the plots (when ``res.options.plots``), the inertial override, ``rb_params.json``
-    and the report into ``out_dir`` (created); every file atomically."""
+    and the report into ``out_dir`` (created); every file atomically.
+
+    The override holds each moving body's inertials (fixed children merged in), raised where needed so that
+    every link the engines build from it passes their inertia check with margin
+    (:func:`~isaaclab_sysid.arm_model.engine_ready_bodies`; the change is recorded and returned); ``verdict``
+    (default :func:`nominal_verdict`) marks whether it may be used."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    verdict = nominal_verdict(res) if verdict is None else verdict
     pngs = write_plots(res, out) if res.options.plots else []
-    inertials = res.regressor.link_inertials(res.reconstruction.pi)
-    nominal = save_nominal(out / "nominal_inertials.json", inertials, meta={"source": "rigid_body SDP"})
-    rb_params = write_rb_params(out / "rb_params.json", rb_params_body(res, inertials))
+    inertials, notes = engine_ready_bodies(res.regressor.robot, res.regressor.link_inertials(res.reconstruction.pi))
+    meta = {"source": "rigid_body SDP", "robot": res.regressor.robot.name}
+    if notes:
+        meta["engine_adjustments"] = notes
+    nominal = save_nominal(out / "nominal_inertials.json", inertials, meta=meta, verdict=verdict)
+    body = rb_params_body(res, inertials)
+    body["verdict"] = verdict
+    if notes:
+        body["link_inertials"]["engine_adjustments"] = notes
+    rb_params = write_rb_params(out / "rb_params.json", body)
     report = write_report(out / "report.md", report_sections(res, pngs))
-    return OutputFiles(rb_params, nominal, report, tuple(pngs))
+    return OutputFiles(rb_params, nominal, report, tuple(pngs), tuple(notes))
+
+
+def verdict_lines(verdict: dict, files: OutputFiles) -> list[str]:
+    """The verdict as printed: one line, then the likely causes when the estimate is rejected."""
+    if verdict["usable"]:
+        return [f"verdict: usable. {verdict['test']}"]
+    return [f"verdict: REJECTED: {verdict['reason']}. {files.nominal} is marked not to be used (--nominal refuses it "
+            f"unless {ADMIT_FLAG}). Likely causes:"] + [f"  - {c}" for c in verdict["likely_causes"]]
 
 
 def write_plots(res: RigidBodyIdentification, out: Path) -> list[str]:
