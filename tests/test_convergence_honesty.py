@@ -195,3 +195,115 @@ def test_report_says_converged_when_every_stage_did():
                                 traj_weights=np.ones(1), convergence=[StageVerdict("refine", True, "rtol")])
     md = render_markdown("t", fit_sections(res))
     assert "## Convergence" in md and "converged (rtol)" in md and "NOT" not in md
+
+
+# ------------------------------------------------------------------ drive gains (output-error Levenberg-Marquardt)
+@pytest.fixture(scope="module")
+def gain_runs():
+    from rigid_body_twin import fourier_trajectory, twin
+
+    from isaaclab_sysid.robots import LinkInertial
+    from isaaclab_sysid.rigid_body.drive_gains import predict_current
+    from isaaclab_sysid.rigid_body.preprocess import Processed
+
+    reg, base, true, _ = twin()
+    gains = np.array([10.4, 11.7, 9.2, 10.9, 9.6, 10.3])
+    pl = LinkInertial(2.8, np.array([0.02, 0.16, -0.06]), np.diag([4e-3, 6e-3, 5e-3])).to_pi()
+    rng = np.random.default_rng(0)
+    unloaded, loaded = [], []
+    for k, p in enumerate([None, pl]):
+        t, q, qd, qdd = fourier_trajectory(reg.n_dof, T=400, dt=0.02, seed=100 + k, f0=0.05)
+        cur = predict_current(reg, true, gains, Processed(t, q, qd, qdd), p)
+        cur = cur + rng.normal(0.0, 0.05, cur.shape)
+        (loaded if p is not None else unloaded).append(Processed(t, q, qd, qdd, {"current": cur}))
+    return reg, base, unloaded, loaded
+
+
+def test_drive_gains_out_of_evaluations_is_not_converged(gain_runs):
+    from isaaclab_sysid.rigid_body.drive_gains import Payload, identify_drive_gains
+
+    reg, base, unloaded, loaded = gain_runs
+    ok = identify_drive_gains(reg, base, unloaded, loaded, Payload(2.8), hac_lags=1)
+    assert ok.converged, ok.message
+    cut = identify_drive_gains(reg, base, unloaded, loaded, Payload(2.8), hac_lags=1, max_nfev=1)
+    assert not cut.converged
+    assert "ran out of its" in cut.message and "residual evaluations" in cut.message and "--gain-method equation_error" in cut.message
+    assert cut.summary()["converged"] is False
+
+
+def test_drive_gains_lm_that_never_left_its_start_is_not_converged():
+    import scipy.optimize
+
+    from isaaclab_sysid.rigid_body.drive_gains import lm_verdict
+
+    z0 = np.array([1.0, 2.0])
+    stuck = scipy.optimize.OptimizeResult(x=z0.copy(), status=2, nfev=3, message="`ftol` termination condition is satisfied.")
+    assert lm_verdict(stuck, z0)[0] is False and "ended at its start" in lm_verdict(stuck, z0)[1]
+    at_optimum = scipy.optimize.OptimizeResult(x=z0.copy(), status=1, nfev=1, message="`gtol` termination condition is satisfied.")
+    assert lm_verdict(at_optimum, z0)[0] is True  # the gradient test passed at the start: already the optimum
+
+
+# ------------------------------------------------------------------ RLS friction tracker
+def _one_way_and_both_ways(n: int = 400, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) * 0.01
+    qd = np.column_stack([0.5 * np.sin(2 * np.pi * 0.5 * t), 0.3 + 0.2 * np.sin(2 * np.pi * 0.5 * t)])
+    y = 1.0 * np.sign(qd) + 0.4 * qd + 0.1 + rng.normal(0, 0.02, qd.shape)
+    return t, qd, y
+
+
+def test_rls_joint_that_turns_one_way_is_not_converged():
+    from isaaclab_sysid.online import FrictionSamples, RLSOptions, TrackOptions, track
+
+    t, qd, y = _one_way_and_both_ways()
+    res = track([FrictionSamples("r", t, qd, y)], ("both_ways", "one_way"), RLSOptions(forgetting=0.98),
+                TrackOptions(chunk_s=0.5))
+    assert res.converged == [True, False]
+    assert len(res.warnings) == 1 and res.warnings[0].startswith("one_way: friction estimate not converged")
+    assert "coulomb" in res.warnings[0] and "offset" in res.warnings[0] and "--deadband" in res.warnings[0]
+    assert res.to_json()["converged"] == [True, False]
+
+
+def test_rls_joint_at_rest_and_windup_are_not_converged():
+    from isaaclab_sysid.online import FrictionRLS, RLSOptions
+
+    f = FrictionRLS(1, RLSOptions(forgetting=0.9, guard="none", deadband=0.05))
+    for k in range(50):  # at rest: every sample inside the deadband
+        f.update(0.1 * (k + 1), np.zeros((5, 1)), np.zeros((5, 1)))
+    ok, warns = f.verdict(("j1",))
+    assert not ok[0] and "wound up" in warns[0] and "--guard" in warns[0]
+
+
+# ------------------------------------------------------------------ contact (direct least squares)
+def test_contact_press_without_penetration_change_is_refused_not_fitted():
+    from isaaclab_sysid.contact import ContactInputError, identify_contact
+    from isaaclab_sysid.contact.io import ContactRun, ContactTest
+
+    run = make_run(n=200, seed=0)
+    run.q[:] = run.q[0]  # the arm held still: the penetration never changes
+    force = np.zeros((200, 3))
+    force[:, 2] = np.linspace(3.0, 30.0, 200)
+    cr = ContactRun(run, ContactTest("press", np.array([0.0, 0.0, 1.0])), force)
+    with pytest.raises(ContactInputError, match="the line is not determined") as e:
+        identify_contact(load_robot_cached(), [cr])
+    assert "\n" not in str(e.value) and "press deeper" in str(e.value)
+
+
+def load_robot_cached():
+    from isaaclab_sysid.robots import load_robot
+
+    return load_robot("franka_panda")
+
+
+# ------------------------------------------------------------------ payload (direct least squares)
+def test_payload_that_cannot_be_separated_is_refused_not_fitted():
+    from isaaclab_sysid.payload import PayloadInputError, PayloadOptions, identify_payload
+    from isaaclab_sysid.payload.identify import LinkInertial
+    from isaaclab_sysid.payload.twin import PayloadTwin, hold_trajectory, record_payload_runs
+
+    robot = load_robot_cached()
+    pose = np.asarray(robot.q_home if hasattr(robot, "q_home") else np.zeros(robot.n_dof), dtype=float)[None]
+    tw = PayloadTwin(LinkInertial(0.8, np.array([0.01, -0.02, 0.15]), np.diag([2e-3, 2e-3, 1e-3])), rate_hz=100.0)
+    loaded, ref = record_payload_runs(robot, hold_trajectory(pose, 1.0, 1.0, 100.0), tw, 0)
+    with pytest.raises(PayloadInputError, match="cannot separate the payload"):
+        identify_payload(robot, [loaded], [ref], PayloadOptions(mc_samples=1000))

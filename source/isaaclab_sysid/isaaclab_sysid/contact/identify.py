@@ -17,6 +17,11 @@ The contact law is ``F_n = max(0, k_c phi + b_c phi_dot)`` with the penetration 
   (impacts - 1) degrees of freedom, and adds the error ``k_c``'s uncertainty carries into each
   impact (``b_i`` is exactly linear in the ``k_c`` it was computed with). That is why the
   damping's interval is wider than the stiffness's: few, short, confounded samples.
+
+Both are direct (linear) least-squares solves: no iteration, nothing to converge. What can fail
+is the solve itself: a line whose regressor is rank-deficient (the penetration, or its rate in
+an impact, did not vary) has no determined slope, and is refused naming the run instead of
+returning a number (``_ols``).
 """
 
 from __future__ import annotations
@@ -130,8 +135,18 @@ class ContactEstimate:
                 "warnings": self.warnings}
 
 
-def _ols(X: np.ndarray, y: np.ndarray, segments: list[int], max_lag: int) -> tuple[np.ndarray, np.ndarray, float, int]:
-    """(theta, cov (inflated for correlated residuals), residual std, dof)."""
+def _ols(X: np.ndarray, y: np.ndarray, segments: list[int], max_lag: int,
+         name: str = "the runs") -> tuple[np.ndarray, np.ndarray, float, int]:
+    """(theta, cov (inflated for correlated residuals), residual std, dof).
+
+    Raises:
+        ContactInputError: the line is not determined (rank-deficient regressor or no residual degree of freedom).
+    """
+    rank = int(np.linalg.matrix_rank(X))
+    if rank < X.shape[1] or X.shape[0] <= X.shape[1]:
+        raise ContactInputError(
+            f"{name}: the line is not determined ({X.shape[0]} samples, regressor rank {rank} of {X.shape[1]}): the "
+            "penetration (or, in an impact, its rate) does not vary in contact; press deeper or impact faster")
     theta, *_ = np.linalg.lstsq(X, y, rcond=None)
     r = y - X @ theta
     dof = X.shape[0] - X.shape[1]
@@ -150,8 +165,8 @@ def _contact_rows(robot: Robot, cr: ContactRun, o: ContactOptions) -> tuple[np.n
     return s[m], sd[m], f[m]
 
 
-def _line(s: np.ndarray, f: np.ndarray, max_lag: int) -> tuple[float, float, float, float, int]:
-    theta, cov, res, dof = _ols(np.column_stack([np.ones_like(s), s]), f, [s.size], max_lag)
+def _line(s: np.ndarray, f: np.ndarray, max_lag: int, name: str = "the runs") -> tuple[float, float, float, float, int]:
+    theta, cov, res, dof = _ols(np.column_stack([np.ones_like(s), s]), f, [s.size], max_lag, name)
     return float(theta[1]), float(np.sqrt(cov[1, 1])), float(theta[0]), res, dof
 
 
@@ -170,7 +185,7 @@ def _press_rows(robot: Robot, cr: ContactRun, o: ContactOptions) -> tuple[np.nda
         raise ContactInputError(
             f"{cr.name}: {int(first.sum())} samples with a normal force above --f_min {o.f_min:g} N (need "
             f"{o.min_samples}); check the normal's sign and the force frame in the contact sidecar")
-    k, _, a, _, _ = _line(s_all[first], f_all[first], o.max_lag)
+    k, _, a, _, _ = _line(s_all[first], f_all[first], o.max_lag, cr.name)
     if not k > 0:
         raise ContactInputError(f"{cr.name}: the force does not grow with penetration (slope {k:.3g} N/m): "
                                 "check the normal's sign in the contact sidecar")
@@ -186,10 +201,10 @@ def fit_presses(robot: Robot, presses: list[ContactRun], o: ContactOptions) -> t
     z = scipy.stats.norm.ppf(0.5 + o.level / 2)
     for cr in presses:
         s, sd, f = _press_rows(robot, cr, o)
-        k, k_std, a, res, _ = _line(s, f, o.max_lag)
+        k, k_std, a, res, _ = _line(s, f, o.max_lag, cr.name)
         lo = s <= np.median(s)
-        kl = _line(s[lo], f[lo], o.max_lag)
-        kh = _line(s[~lo], f[~lo], o.max_lag)
+        kl = _line(s[lo], f[lo], o.max_lag, cr.name)
+        kh = _line(s[~lo], f[~lo], o.max_lag, cr.name)
         s0 = -a / k
         fits.append(PressFit(cr.name, k, k_std, s0, res, int(s.size), float(np.median(np.abs(sd))), float(s.max() - s0),
                              kl[0], kl[1], kh[0], kh[1]))
@@ -237,7 +252,7 @@ def fit_impacts(robot: Robot, impacts: list[ContactRun], stiffness: Interval, o:
         s, sd, f = _contact_rows(robot, cr, o)
         X = np.column_stack([np.ones_like(s), sd])
         # b is linear in k: b(k) = c - k d with c, d the s_dot coefficients of regressing f and s on (1, s_dot)
-        beta_f, cov, _, _ = _ols(X, f - k * s, [s.size], o.max_lag)
+        beta_f, cov, _, _ = _ols(X, f - k * s, [s.size], o.max_lag, cr.name)
         beta_s, *_ = np.linalg.lstsq(X, s, rcond=None)
         speed = float(np.max(sd[: max(3, s.size // 10)]))
         if speed < o.min_impact_speed:

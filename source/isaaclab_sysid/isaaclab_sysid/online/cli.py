@@ -201,6 +201,8 @@ def run_track(args: TrackArgs) -> int:
                 line += (f" | lag {np.mean(np.abs(d['lag'])):.4f}, noise {np.mean(d['shake']):.4f}, "
                          f"coverage {np.mean(d['coverage']):.2f}")
             print(line)
+        for w in r.warnings:
+            print(f"  warning: {w}")
         for f in r.flags:
             if f.term != "offset":
                 print(f"  change: {f.joint} {f.term} left its band at {f.t / 60:.1f} min ({f.reference:.3f} -> "

@@ -30,6 +30,12 @@ randomly. A parameter that drifts steadily is followed with a lag: the estimate 
 ``tau = dt lambda / (1 - lambda)`` old (dt: the update interval; with lambda = 1, half the
 elapsed time), so the band adds the lag allowance ``|slope| tau`` with the estimate's own
 exponentially weighted slope.
+
+Converged means the data pin every term down (:meth:`FrictionRLS.verdict`): a joint's estimate
+counts as converged only while its information ``R`` exceeds the prior's (``1 / min(p0, p_max)``)
+by :data:`EXCITED_INFO` in every direction. A joint that rested (every sample inside the
+deadband), turned only one way (Coulomb and offset inseparable) or wound up (plain forgetting,
+``--guard none``) is not, and its verdict says which terms and what gives it room.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ from isaaclab_sysid.residual_stats import autocorr_inflation
 
 #: The three friction terms of each joint, in the parameter order.
 FRICTION_TERMS = ("coulomb", "viscous", "offset")
+#: a joint's estimate is data-driven when its information beats the prior's this many times in every direction
+EXCITED_INFO = 10.0
 GUARDS = ("directional", "bound", "none")
 
 
@@ -204,6 +212,33 @@ class FrictionRLS:
         self.t_last = float(t)
         self.updates += 1
         return self.state(used)
+
+    # ------------------------------------------------------- the verdict
+    def excitation(self) -> np.ndarray:
+        """(N,) smallest eigenvalue of each joint's information R over the prior's, 1 / min(p0, p_max)."""
+        o = self.options
+        p_ref = min(o.p0, o.p_max) if o.p_max is not None else o.p0
+        return np.linalg.eigvalsh(0.5 * (self.R + np.transpose(self.R, (0, 2, 1))))[:, 0] * p_ref
+
+    def verdict(self, joint_names: tuple[str, ...] | None = None) -> tuple[np.ndarray, list[str]]:
+        """((N,) converged per joint, warnings): converged where the data beat the prior :data:`EXCITED_INFO`
+        times in every direction; each warning names the joint, the terms it cannot tell apart and the remedy."""
+        names = joint_names or tuple(f"joint {j + 1}" for j in range(self.n))
+        ratio = self.excitation()
+        ok = ratio >= EXCITED_INFO
+        warns = []
+        for j in np.flatnonzero(~ok):
+            _, V = np.linalg.eigh(0.5 * (self.R[j] + self.R[j].T))
+            v = np.abs(V[:, 0])
+            terms = " / ".join(t for t, c in zip(FRICTION_TERMS, v) if c > 0.3 * v.max())
+            why = ("its covariance wound up (information below half the prior's: plain forgetting at rest); use --guard "
+                   "bound or directional" if ratio[j] < 0.5 else
+                   f"its covariance was never excited along {terms} (the data carry {ratio[j]:.2g}x the prior's "
+                   f"information, < {EXCITED_INFO:g}): the joint rested or turned only one way")
+            warns.append(f"{names[j]}: friction estimate not converged: {why}; move it both ways faster than "
+                         f"--deadband ({self.options.deadband:g} rad/s) or lower it, or remember longer (--forgetting "
+                         "closer to 1)")
+        return ok, warns
 
     # ------------------------------------------------------------- the band
     def lag_time(self) -> float:

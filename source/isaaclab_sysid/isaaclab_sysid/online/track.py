@@ -67,6 +67,8 @@ class TrackResult:
         theta, half_width, std: (U, N, 3) estimate, band half-width and noise std (Coulomb, viscous, offset).
         runs: run names; starts: (R,) session start of each run [s].
         reference_t: time of the reference; flags: changes larger than the band.
+        converged: (N,) the final estimate is data-driven in every term (:meth:`FrictionRLS.verdict`;
+            None in files written before it existed); warnings: the joints that are not, and why.
     """
 
     joint_names: tuple[str, ...]
@@ -81,6 +83,8 @@ class TrackResult:
     starts: np.ndarray
     reference_t: float
     flags: list[ChangeFlag] = field(default_factory=list)
+    converged: list[bool] | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self, truth: np.ndarray | None = None, last_fraction: float = 0.25) -> dict:
         """Per term: lag (mean error vs ``truth`` (U, N, 3) over the last part), shake (std over the last
@@ -117,6 +121,8 @@ class TrackResult:
             "starts": self.starts.tolist(),
             "reference_t": self.reference_t,
             "flags": [asdict(f) for f in self.flags],
+            "converged": None if self.converged is None else [bool(c) for c in self.converged],
+            "warnings": list(self.warnings),
         }
 
 
@@ -170,6 +176,8 @@ def track(samples: list[FrictionSamples], joint_names: tuple[str, ...], options:
     ref_t = track_options.reference_s if track_options.reference_s is not None else st[0] + float(samples[0].t[-1])
     result.reference_t = float(ref_t)
     result.flags = change_flags(result, ref_t)
+    ok, warns = rls.verdict(tuple(joint_names))
+    result.converged, result.warnings = [bool(c) for c in ok], warns
     return result
 
 

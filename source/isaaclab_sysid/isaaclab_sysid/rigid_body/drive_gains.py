@@ -76,7 +76,9 @@ class DriveGainResult:
         n_obs: rows; iterations: Levenberg-Marquardt function evaluations.
         weak: joint names whose gain has a relative std above ``weak_rel_std`` [%].
         converged: the Levenberg-Marquardt stop was a convergence test (always True for
-            equation_error); message: its reason.
+            equation_error): False when it ran out of evaluations (``max_nfev``) or ended at its
+            start with no gradient test passed (every step rejected); message: its reason and, when
+            not converged, what gives it more room.
     """
 
     gains: np.ndarray
@@ -283,6 +285,7 @@ def identify_drive_gains(
     hac_lags: int = 25,
     weak_rel_std: float = 5.0,
     shared_placement: bool = False,
+    max_nfev: int | None = None,
 ) -> DriveGainResult:
     """Identify drive gains k [N m / A] from current logs with and without a known payload.
 
@@ -297,6 +300,7 @@ def identify_drive_gains(
         weak_rel_std: a gain with a larger relative std [%] is listed in ``weak``.
         shared_placement: all loaded runs carry the payload in the same place (one set
             of 9 unknowns); default False: each loaded run has its own placement.
+        max_nfev: residual evaluations the output-error fit may take (None: scipy's default, 100 x unknowns).
     """
     n = reg.n_dof
     fixed = _check_drive_gain_inputs(n, unloaded, loaded, payload, fixed_gains, method)
@@ -306,10 +310,12 @@ def identify_drive_gains(
     x_ee = _equation_error(d, n, model.m, fixed)
     iters, converged, message = 0, True, "linear least squares"
     if method == "output_error":
+        z0 = model.start(x_ee)
         sol = scipy.optimize.least_squares(
-            model.residual, model.start(x_ee), jac=model.jacobian, method="lm", xtol=1e-12, ftol=1e-12
+            model.residual, z0, jac=model.jacobian, method="lm", xtol=1e-12, ftol=1e-12, max_nfev=max_nfev
         )
-        z, iters, converged, message = sol.x, int(sol.nfev), bool(sol.status > 0), str(sol.message)
+        z, iters = sol.x, int(sol.nfev)
+        converged, message = lm_verdict(sol, z0)
     else:
         z = np.concatenate([x_ee[:n][model.free], x_ee[n:]])
     r, cov, cov_hac = model.covariances(z, hac_lags)
@@ -342,6 +348,29 @@ def identify_drive_gains(
         converged=converged,
         message=message,
     )
+
+
+#: what gives the output-error fit more room (the --identify-gains command line has no evaluation-budget flag)
+GAIN_REMEDY = ("give it more evaluations (identify_drive_gains(max_nfev=...)), hold a weak gain with --fixed-gains, "
+               "or use the linear estimate (--gain-method equation_error)")
+
+
+def lm_verdict(sol: scipy.optimize.OptimizeResult, z0: np.ndarray) -> tuple[bool, str]:
+    """(converged, message) of a ``least_squares(method="lm")`` result started at ``z0``.
+
+    Converged only when MINPACK stopped on a tolerance (status > 0) and, if it never left ``z0``,
+    on the gradient test (status 1: the start was already the optimum); a start it never left
+    on the step tests means every step was rejected. Status 0 is the evaluation budget.
+    """
+    status, msg = int(sol.status), str(sol.message)
+    if status == 0:
+        return False, f"ran out of its {int(sol.nfev)} residual evaluations before a convergence test ({msg}); {GAIN_REMEDY}"
+    if status < 0:
+        return False, f"the solver failed ({msg}); {GAIN_REMEDY}"
+    if status != 1 and np.array_equal(np.asarray(sol.x), np.asarray(z0)):
+        return False, (f"ended at its start (the equation-error solution): every step was rejected ({msg}); "
+                       f"{GAIN_REMEDY}")
+    return True, msg
 
 
 def current_from_regressor(
