@@ -90,6 +90,16 @@ def test_refine_on_a_flat_loss_ended_at_its_start():
     assert "ended at its start" in v.reason and "--x0" in v.remedy
 
 
+def test_refine_that_cannot_improve_on_a_converged_earlier_optimum_is_converged():
+    space = _space(GROUPS[:3])
+    x = space.normalize({g: TRUE[g] for g in GROUPS[:3]})  # the exact optimum: no step can lower the loss
+    ref = LMRefiner(ReplayObjective(space, FakeBackend(), _runs()), RefineSettings(max_iter=10))
+    st = ref.run(ref.start(x))
+    assert not ref.verdict(st).converged  # on its own, a start it never left proves nothing
+    v = ref.verdict(st, converged_starts=[x])  # the fast path's converged optimum, in the CMA-ES fallback
+    assert v.converged and "converged earlier stage" in v.reason
+
+
 # ------------------------------------------------------------------ the fast path
 def test_fast_path_out_of_budget_says_so_in_its_evidence():
     space = _space(GROUPS[:3])
@@ -176,6 +186,12 @@ def test_search_records_prints_and_reports_an_unconverged_stage(tmp_path):
     assert back.convergence == res.convergence
     md = render_markdown("t", fit_sections(back))
     assert "## Convergence" in md and "**Not converged**" in md and "--refine_iter" in md
+    from isaaclab_sysid.evaluate.html_report import _section_html
+
+    conv = [sec for sec in fit_sections(back) if sec.title == "Convergence"]
+    assert conv and conv[0].kind == "verdict"
+    html = _section_html(conv[0])
+    assert "verdict" in html and "Not converged" in html and "--refine_iter" in html
 
 
 def test_older_result_files_without_verdicts_still_read():

@@ -280,16 +280,22 @@ class LMRefiner:
         return record
 
     def verdict(self, state: RefineState, stage: str = "refine",
-                start_remedy: str = "start elsewhere (--x0) or give CMA-ES more generations (--max_iter)") -> StageVerdict:
+                start_remedy: str = "start elsewhere (--x0) or give CMA-ES more generations (--max_iter)",
+                converged_starts: Sequence[np.ndarray] = ()) -> StageVerdict:
         """Whether the finished refinement converged (module docstring), judged on its best track.
 
-        ``start_remedy`` names the flags that help a stage that ended at its start (they differ per strategy).
+        ``start_remedy`` names the flags that help a stage that ended at its start (they differ per strategy);
+        ``converged_starts``: starts that an earlier stage's converged verdict vouches for (the fast path's
+        optimum in its CMA-ES fallback): ending at one of them is converged, not stuck.
         """
         s = self.settings
         b = state.best()
         budget = f"raise --refine_iter (now {s.max_iter} iterations per phase)"
         if b.stop == "diverged" or not np.isfinite(b.loss):
             return StageVerdict(stage, False, "its best track diverged (every start diverged)", start_remedy)
+        if b.accepted == 0 and any(np.array_equal(b.x, c) for c in converged_starts):
+            return StageVerdict(stage, True, "no step improved on its best start, the optimum a converged earlier "
+                                "stage had reached")
         if state.start_loss is not None and not b.loss < state.start_loss:
             return StageVerdict(stage, False, f"it ended at its start (loss {b.loss:.4e}): no step lowered the loss "
                                 "(a flat loss, or no sensitivity: e.g. joints held still by friction)", start_remedy)

@@ -136,14 +136,16 @@ class Search:
 
     def verdicts(self) -> list[StageVerdict]:
         """The convergence verdict of every stage that has finished, in the order they ran."""
-        out = []
+        out, vouched = [], []
         fs = getattr(self.state, "fast", None)
         if self.fast is not None and fs is not None and fs.refine is not None and fs.refine.done:
             out.append(self.fast.verdict(fs))
+            if out[-1].converged:  # the fallback's refinement may find nothing better than this optimum
+                vouched.append(fs.refine.best().x)
         if self.cmaes.done and self.cmaes.state.history:
             out.append(self.cmaes.verdict())
         if self.state.refine is not None and self.state.refine.done:
-            out.append(self.refiner.verdict(self.state.refine))
+            out.append(self.refiner.verdict(self.state.refine, converged_starts=vouched))
         return out
 
     def _say(self, v: StageVerdict | None) -> None:
@@ -197,7 +199,7 @@ class Search:
                 self.state.refine = self.refiner.start(self.state.best.x, extra_starts=extra)
                 self.checkpoint()
             self.refiner.run(self.state.refine, self._refinement)
-            self._say(self.refiner.verdict(self.state.refine))
+            self._say(self.verdicts()[-1])
         write_progress(self.run_dir, self.cmaes.state.history, self.cmaes.run_names)
         return self.result()
 
