@@ -3,7 +3,7 @@
 
 Reads a fit folder (sysid_best_params.json + config.json, written by
 scripts/sysid_franka_osc.py), computes the intervals once (one batched rollout;
-cached in <fit_dir>/intervals.json) and writes to --out_dir:
+cached in <fit_dir>/intervals.json) and writes to --out:
 
   sysid_dr.json / sysid_dr.yaml   values, intervals (every method), ranges, policy, warnings
   sysid_dr_isaaclab.py            DelayedPDActuatorCfg overrides + EventTermCfg terms (per joint one term drawing
@@ -14,7 +14,7 @@ cached in <fit_dir>/intervals.json) and writes to --out_dir:
 
 Example:
     python scripts/export_dr.py --fit_dir logs/sysid_franka/2026-01-01_12-00-00 \\
-        --rb_params logs/rigid_body/rb_params.json --out_dir configs/exported/franka --usd
+        --rb_params logs/rigid_body/rb_params.json --out configs/exported/franka --usd
     python scripts/check_export.py --fit_dir logs/sysid_franka/2026-01-01_12-00-00   # apply it in Isaac Lab, read back
 See docs/intervals_and_export.md.
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import tyro
 
@@ -36,8 +36,8 @@ class Args:
 
     fit_dir: str
     """Fit output folder holding sysid_best_params.json and config.json."""
-    out_dir: str | None = None
-    """Where to write sysid_dr.{json,yaml} and sysid_dr_isaaclab.py (default: <fit_dir>/export)."""
+    out: Annotated[str | None, tyro.conf.arg(aliases=("--out-dir",))] = None
+    """Where to write sysid_dr.{json,yaml} and sysid_dr_isaaclab.py (default: <fit_dir>/export; also --out-dir)."""
     rb_params: str | None = None
     """rb_params.json of the rigid-body identification: link-mass intervals and randomize_rigid_body_mass terms."""
     level: float = 0.95
@@ -94,10 +94,11 @@ def main(args: Args) -> int:
         if args.physics_dt <= 0:
             raise ExportError("--physics_dt must be > 0")
         ctx = FitContext.load(args.fit_dir)
+        _check_physics(ctx, args)
         rep = intervals_for(ctx, args.recompute, args.level, args.interval_method, args.fd_step, args.n_boot, log)
         policy = RangePolicy(allowance=args.allowance, combine=args.combine, rel_margin=args.rel_margin,
                              unidentified=args.unidentified, delay_margin=args.delay_margin, rho_override=args.rho)
-        out = Path(args.out_dir) if args.out_dir else ctx.fit_dir / "export"
+        out = Path(args.out) if args.out else ctx.fit_dir / "export"
         paths, warns = export(ctx, out, rep, policy, args.rb_params, args.asset_name, args.viscous, args.physics_dt,
                               physics=args.physics)
         if args.usd:
@@ -117,6 +118,19 @@ def main(args: Args) -> int:
     for k, p in paths.items():
         print(f"wrote {k}: {p}")
     return 0
+
+
+def _check_physics(ctx, args: Args) -> None:
+    """A static/dynamic friction fit needs --physics physx (Newton has one Coulomb level): refused before the
+    intervals are computed, with the command that works."""
+    from isaaclab_sysid.export.build import ExportError
+
+    ratio = ctx.result.values.get("dynamic_ratio")
+    if args.physics == "newton" and "mu_static" in ctx.result.values and ratio is not None \
+            and any(abs(float(r) - 1.0) > 1e-9 for r in ratio):
+        raise ExportError(f"{args.fit_dir}: the fit has static and dynamic friction (mu_static, dynamic_ratio != 1) and "
+                          "Newton has one Coulomb level: add --physics physx (python scripts/export_dr.py --fit_dir "
+                          f"{args.fit_dir} --physics physx), or fit the 'friction' group")
 
 
 def _write_usd(ctx, out, physics: str):

@@ -3,7 +3,7 @@
 
 --band low: 0.1 -> 0.7 Hz, constant amplitude, 2 s up / 3 s down (the fit run, kp 200/20).
 --band high: 0.7 -> 3 Hz, amplitude x (0.7/f)^p, 2 s up / 1 s down (optional held-out run).
-Writes <out-dir>/<name>.csv + .json (1 kHz target run), <name>.png and, with
+Writes <out>/<name>.csv + .json (1 kHz target run), <name>.png and, with
 --preflight, the pre-flight report. See docs/excitation.md.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import tyro
 
@@ -26,8 +26,9 @@ class Args(TaskDesignFlags):
 
     band: Literal["low", "high"] = "low"
     """low: 0.1-0.7 Hz constant amplitude; high: 0.7-3 Hz tapered."""
-    out_dir: Path = Path("data/targets")
-    """Folder the outputs are written to (created if missing)."""
+    out: Annotated[Path, tyro.conf.arg(aliases=("--out-dir",))] = Path("logs/targets")
+    """Folder the outputs are written to (created if missing; git-ignored logs/ by default, never the package's data/;
+    also --out-dir)."""
     name: str | None = None
     """Run name (default chirp_<band>)."""
     robot: str = "franka_panda"
@@ -71,7 +72,7 @@ def main(a: Args) -> int:
     if a.band == "high" and a.kp_trans >= 400 and (a.amp_taper_exp is None or a.amp_taper_exp < 2):
         print("warning: at kp >= 400 the arm follows further up the band; use --amp-taper-exp 2 (seed 004)")
     return generate_task_design(robot, q0, lambda: chirp(spec, pos, quat), a, name,
-                                (a.kp_trans, a.kp_rot, a.kd_trans, a.kd_rot), a.out_dir)
+                                (a.kp_trans, a.kp_rot, a.kd_trans, a.kd_rot), a.out)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Multiband task-space excitation: three stationary tones per axis under a half-cosine fade.
 
-Writes <out-dir>/<name>.csv + .json (a 1 kHz target run in the run format, setpoints
+Writes <out>/<name>.csv + .json (a 1 kHz target run in the run format, setpoints
 held at 50 Hz), <name>.png (the design) and, with --preflight, the pre-flight report.
 See docs/excitation.md.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import tyro
 
@@ -22,8 +23,9 @@ from isaaclab_sysid.excitation.multiband import MULTIBAND_AXES, MultibandSpec, m
 class Args(TaskDesignFlags):
     """Generate a multiband excitation (defaults: seed 004's held-out validation run)."""
 
-    out_dir: Path = Path("data/targets")
-    """Folder the target run, plot and report are written to (created if missing)."""
+    out: Annotated[Path, tyro.conf.arg(aliases=("--out-dir",))] = Path("logs/targets")
+    """Folder the outputs are written to (created if missing; git-ignored logs/ by default, never the package's data/;
+    also --out-dir)."""
     name: str = "multiband"
     """Run name (file stem)."""
     robot: str = "franka_panda"
@@ -57,7 +59,7 @@ def main(a: Args) -> int:
     spec = MultibandSpec(duration_s=a.duration_s, fade_s=a.fade_s, amplitude=a.amplitude, axes=a.axes,
                          corner_hz=a.corner_hz, seed=a.seed)
     return generate_task_design(robot, q0, lambda: multiband(spec, pos, quat), a, a.name,
-                                (a.kp_trans, a.kp_rot, a.kd_trans, a.kd_rot), a.out_dir)
+                                (a.kp_trans, a.kp_rot, a.kd_trans, a.kd_rot), a.out)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Joint-space Fourier excitation (Swevers), optimized for cond(W_b) of the base regressor.
 
-Writes <out-dir>/<name>.csv + .json (a 1 kHz joint_pd target run, setpoints at 50 Hz),
+Writes <out>/<name>.csv + .json (a 1 kHz joint_pd target run, setpoints at 50 Hz),
 <name>.png and, with --preflight, the pre-flight report. See docs/excitation.md.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import tyro
@@ -30,8 +31,9 @@ PANDA_KD = (50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0)
 class Args:
     """Generate an optimized joint-space Fourier excitation."""
 
-    out_dir: Path = Path("data/targets")
-    """Folder the outputs are written to (created if missing)."""
+    out: Annotated[Path, tyro.conf.arg(aliases=("--out-dir",))] = Path("logs/targets")
+    """Folder the outputs are written to (created if missing; git-ignored logs/ by default, never the package's data/;
+    also --out-dir)."""
     name: str = "fourier"
     """Run name (file stem)."""
     robot: str = "franka_panda"
@@ -85,7 +87,7 @@ def main(a: Args) -> int:
     info = dict(traj.info, cond_single_sinusoid=cond_single)
     run = target_run(robot, a.name, "joint_pd", t, q, dq, ddq, q, np.asarray(a.kp), np.asarray(a.kd), pos, quat,
                      info, summary={"regressor_cond": cond})
-    paths = write_outputs(robot, run, a.out_dir, lambda p: plot_joint_design(t, q, dq, robot, a.name, p), a.preflight)
+    paths = write_outputs(robot, run, a.out, lambda p: plot_joint_design(t, q, dq, robot, a.name, p), a.preflight)
     for p in paths:
         print(f"wrote {p}")
     return 0
