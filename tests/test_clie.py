@@ -281,3 +281,62 @@ def test_bad_files_are_one_line_errors(twin, tmp_path, capsys):
         printed = capsys.readouterr().out
         assert printed.startswith("error: ") and named in printed and printed.count("\n") == 1, (argv, printed)
     assert not out.exists()
+
+
+class _FarFromOrigin:
+    """A least-squares problem in the shape of a CLIE objective whose start lies far from the coordinates'
+    origin and whose residual diverges (inf) more than 0.5 from the start: the shape of the replay in
+    log-Cholesky coordinates, where a trust region opened at ||z0|| spends its budget on diverged trials."""
+
+    def __init__(self, n: int = 4) -> None:
+        self.z0 = np.full(n, 1000.0)
+        self.target = self.z0 + 3.0
+        self.lower, self.upper = np.full(n, -np.inf), np.full(n, np.inf)
+        self.calls = 0
+
+    def residuals(self, z):
+        self.calls += 1
+        d = np.asarray(z) - self.z0
+        return np.full(d.size, np.inf) if np.max(np.abs(d)) > 0.01 else 10.0 * (np.asarray(z) - self.target)
+
+    def jacobian(self, z):
+        return 10.0 * np.eye(np.size(z))
+
+
+def test_a_trust_region_attempt_opens_at_one_scaled_unit_not_at_the_start_s_distance_from_the_origin():
+    """The cause of a refinement that did not move (issue: friction 0.801 of truth from 0.8, 'converged'):
+    scipy's trf opens its region at ||x0 / x_scale||, thousands of scaled units for CLIE's coordinates, and
+    a small budget went on diverged trials; a restart reopened it as wide. From shifted coordinates the
+    first step is accepted."""
+    import scipy.optimize
+    from isaaclab_sysid.rigid_body.clie.options import ClieOptions
+    from isaaclab_sysid.rigid_body.clie.refinement import _attempt
+
+    o = ClieOptions(max_iter=2)
+    prob = _FarFromOrigin()
+    old = scipy.optimize.least_squares(prob.residuals, prob.z0, jac=prob.jacobian, bounds=(prob.lower, prob.upper),
+                                       method="trf", x_scale="jac", ftol=o.ftol, xtol=1e-12, gtol=1e-12,
+                                       max_nfev=3 * o.max_iter)
+    assert old.njev == 1 and np.allclose(old.x, prob.z0)  # the absolute-coordinate attempt never moved
+    res = _attempt(prob, prob.z0, o)
+    assert res.njev > 1 and np.all(res.x > prob.z0) and res.cost < old.cost, res
+
+
+def test_the_convergence_record_says_when_no_step_was_accepted():
+    """'Converged' takes evidence: a pass that accepted no step ended at its start, and a restart that
+    rejected every step shows nothing, whatever its (zero) gain; each names the flags that give more room."""
+    from isaaclab_sysid.rigid_body.clie.options import ClieOptions
+    from isaaclab_sysid.rigid_body.clie.refinement import _convergence
+
+    o = ClieOptions()
+    base = {"status": 0, "evaluations": 60, "restarts": 1, "last_gain": 0.0}
+    stuck = _convergence([{**base, "accepted_steps": 0, "last_accepted": 0}], o)
+    assert not stuck["converged"] and not stuck["moved"] and "ended at its start" in stuck["warning"]
+    assert "--max-iter" in stuck["warning"] and "--restarts" in stuck["warning"]
+    rejected = _convergence([{**base, "accepted_steps": 9, "last_accepted": 0}], o)
+    assert not rejected["converged"] and "rejected every step" in rejected["warning"]
+    settled = _convergence([{**base, "accepted_steps": 9, "last_accepted": 1, "last_gain": 1e-4}], o)
+    assert settled["converged"] and "warning" not in settled
+    on_tolerance = _convergence([{**base, "status": 2, "restarts": 0, "accepted_steps": 5, "last_accepted": 5,
+                                  "last_gain": 30.0}], o)
+    assert not on_tolerance["converged"] and "still lowered the cost by 30" in on_tolerance["warning"]

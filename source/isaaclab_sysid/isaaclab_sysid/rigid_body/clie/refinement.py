@@ -39,10 +39,11 @@ class ClieResult:
         audit: the all-pose audit of the refined set.
         link_min_eig: (N,) smallest pseudo-inertia eigenvalue of every moving body.
         convergence: ``last_gain``, the cost reduction of the last least-squares attempt,
-            ``budget_ran_out`` (it ended on ``max_iter``, not on a tolerance) and ``converged``: the gain
-            is at most :data:`PROGRESS_COST` and the attempt either ended on a tolerance or was a restart
-            (a first attempt that ran out of budget without gaining shows nothing). When not converged,
-            ``warning`` says that the intervals describe a point on the way, not the optimum.
+            ``budget_ran_out`` (it ended on ``max_iter``, not on a tolerance), ``accepted_steps`` (of the
+            last pass), ``last_accepted`` (of its last attempt), ``moved`` and ``converged``: the gain is
+            at most :data:`PROGRESS_COST`, the last attempt accepted a step, the pass moved, and the attempt
+            either ended on a tolerance or was a restart (see :func:`_convergence`). When not converged,
+            ``warning`` says why and that the intervals describe a point on the way, not the optimum.
         ls_check: the LS term's consistency with the closed loop at the end: chi2, redundancy, factor
             (:func:`ls_variance_factor`), scale (the weight divisor of the last pass) and the factor the
             intervals used (1 with ``ls_consistency`` off).
@@ -147,19 +148,56 @@ def _sandwich(obj: ClieObjective, J: np.ndarray, r: np.ndarray, ls_factor: float
     return 0.5 * (cov + cov.T)
 
 
-def _convergence(last: dict, o) -> dict:  # noqa: ANN001 - ClieOptions
-    """The convergence record of the end point from the last pass's record (see :attr:`ClieResult.convergence`)."""
-    gain, budget_out = last["last_gain"], last["status"] == 0
-    out = {"last_gain": gain, "budget_ran_out": budget_out,
-           "converged": gain <= PROGRESS_COST and (last["restarts"] > 0 or not budget_out)}
+def _convergence(passes: list[dict], o) -> dict:  # noqa: ANN001 - ClieOptions
+    """The convergence record of the end point from the passes' records (see :attr:`ClieResult.convergence`).
+
+    Converged takes evidence: the last least-squares attempt gained at most :data:`PROGRESS_COST`, it
+    accepted at least one step (a trust region that rejected every step it tried shows a Jacobian that
+    points nowhere, not an optimum), and it either ended on a tolerance or was a restart (a first attempt
+    that ran out of budget without gaining shows nothing). A last pass that accepted no step at all ended
+    at its start.
+    """
+    last = passes[-1]
+    gain, budget_out, steps = last["last_gain"], last["status"] == 0, last["last_accepted"]
+    moved = last["accepted_steps"] > 0
+    out = {"last_gain": gain, "budget_ran_out": budget_out, "accepted_steps": last["accepted_steps"],
+           "last_accepted": steps, "moved": moved,
+           "converged": (gain <= PROGRESS_COST and steps > 0 and moved
+                         and (last["restarts"] > 0 or not budget_out))}
     if not out["converged"]:
-        why = (f"its last least-squares attempt still lowered the cost by {gain:.3g} (more than {PROGRESS_COST:g})"
-               if gain > PROGRESS_COST else "its only least-squares attempt ran out of budget with no restart to "
-               "show that it had stopped moving")
+        if not moved:
+            why = (f"its last pass accepted no step in {last['evaluations']} evaluations: it ended at its start "
+                   f"(every trial step raised the cost or diverged)")
+        elif gain > PROGRESS_COST:
+            why = f"its last least-squares attempt still lowered the cost by {gain:.3g} (more than {PROGRESS_COST:g})"
+        elif steps == 0:
+            why = "its last least-squares attempt rejected every step it tried, so nothing shows it had stopped moving"
+        else:
+            why = "its only least-squares attempt ran out of budget with no restart to show that it had stopped moving"
         out["warning"] = (f"the refinement did not converge: {why}, so the intervals describe a point on the way, "
                           f"not the optimum; raise --max-iter (now {o.max_iter}), --restarts (now {o.restarts}) "
                           f"or --passes (now {o.passes})")
     return out
+
+
+def _attempt(obj: ClieObjective, z: np.ndarray, o) -> scipy.optimize.OptimizeResult:  # noqa: ANN001 - ClieOptions
+    """One trust-region least-squares attempt from z, in coordinates shifted to start at 0.
+
+    scipy's ``trf`` opens its trust region at ||x0 / x_scale||: in the absolute coordinates (log-Cholesky
+    coordinates have an arbitrary origin, the joint terms are in physical units) that was thousands of
+    Jacobian-scaled units, so the first iteration spent most of a small budget shrinking it through
+    replays that diverge, and a restart reopened it just as wide and walked the same rejections again.
+    From u = 0 the region opens at one scaled unit (a step that changes the whitened residuals by about
+    one) and grows as steps succeed. Returns scipy's result with ``x`` back in absolute coordinates.
+    """
+    z_a = np.asarray(z, dtype=float).copy()
+    res = scipy.optimize.least_squares(
+        lambda u: obj.residuals(z_a + u), np.zeros_like(z_a), jac=lambda u: obj.jacobian(z_a + u),
+        bounds=(obj.lower - z_a, obj.upper - z_a), method="trf", x_scale="jac",
+        ftol=o.ftol, xtol=1e-12, gtol=1e-12, max_nfev=3 * o.max_iter,
+    )
+    res.x = np.clip(z_a + res.x, obj.lower, obj.upper)
+    return res
 
 
 def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a print-like callable
@@ -178,25 +216,27 @@ def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a pri
                 f"(factor {f:.3g}); its weight is now ls_weight / {obj.ls_scale:.3g}")
         cost0 = 0.5 * float(np.sum(obj.residuals(z) ** 2))
         rec = {"pass": k + 1, "sigma": sigma.tolist(), "kappa": kappa.tolist(), "ls_scale": obj.ls_scale,
-               "cost_start": cost0, "evaluations": 0, "jacobians": 0, "restarts": 0}
+               "cost_start": cost0, "evaluations": 0, "jacobians": 0, "restarts": 0, "accepted_steps": 0}
         cost = cost0
         for attempt in range(o.restarts + 1):
-            res = scipy.optimize.least_squares(
-                obj.residuals, z, jac=obj.jacobian, bounds=(obj.lower, obj.upper), method="trf", x_scale="jac",
-                ftol=o.ftol, xtol=1e-12, gtol=1e-12, max_nfev=3 * o.max_iter,
-            )
+            res = _attempt(obj, z, o)
+            # trf evaluates the Jacobian once at its start and once after every accepted step
+            accepted = max(int(res.njev or 0) - 1, 0)
+            if accepted == 0:  # nothing accepted: the attempt ends where it began (scipy may report a trial point)
+                res.x, res.cost = z, cost
             z, gain, cost = res.x, cost - float(res.cost), float(res.cost)
             rec["evaluations"] += int(res.nfev)
             rec["jacobians"] += int(res.njev or 0)
+            rec["accepted_steps"] += accepted
             # restart while still moving, or to see whether a first attempt that ran out of budget had stopped
             more = (gain > PROGRESS_COST or (res.status == 0 and attempt == 0)) and attempt < o.restarts
             log(f"[clie pass {k + 1}/{o.passes}] kappa {' '.join(f'{v:.3g}' for v in kappa)}; cost {cost0:.6g} -> "
-                f"{res.cost:.6g} after {res.njev} Jacobians ({res.message})"
+                f"{cost:.6g} after {res.njev} Jacobians, {accepted} accepted steps ({res.message})"
                 + ("; still moving: the trust region restarts from there" if more else ""))
             if not more:
                 break
         rec.update({"restarts": attempt, "cost_end": cost, "status": int(res.status),
-                    "message": str(res.message), "last_gain": gain})
+                    "message": str(res.message), "last_gain": gain, "last_accepted": accepted})
         passes.append(rec)
     timing["refine"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -241,7 +281,7 @@ def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a pri
         base=obj.K_I @ pi, base_std=np.sqrt(np.maximum(np.diag(base_cov), 0.0)),
         base_start=obj.K_I @ obj.start.pi_sdp, base_ls=obj.theta_I.copy(), base_ls_std=std_ls,
         joint_std=joint_std, clean=clean, audit=audit, link_min_eig=lmin,
-        convergence=_convergence(passes[-1], o),
+        convergence=_convergence(passes, o),
         ls_check={"chi2": ls_chi2, "redundancy": ls_red, "factor": ls_f, "scale": obj.ls_scale,
                   "interval_factor": ls_factor}, n_rollouts=obj.n_rollouts, timing_s=timing,
     )
