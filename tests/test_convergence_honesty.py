@@ -194,6 +194,25 @@ def test_search_records_prints_and_reports_an_unconverged_stage(tmp_path):
     assert "verdict" in html and "Not converged" in html and "--refine_iter" in html
 
 
+def test_fast_strategy_search_records_the_fast_paths_verdict(tmp_path):
+    from isaaclab_sysid.fit.loss import LossWeights
+    from isaaclab_sysid.fit.problem import FitProblem
+    from isaaclab_sysid.fit.search import Search, SearchSettings
+    from isaaclab_sysid.robots import load_robot
+
+    space = _space(GROUPS[:3])
+    problem = FitProblem(_runs(), [], load_robot("franka_panda"), space, FakeBackend(), LossWeights(), np.ones(2))
+    x0 = _no_delay_start(space)
+    settings = SearchSettings(CmaesSettings(popsize=6, max_iter=4, seed=0, x0=tuple(x0)), refine_iter=1,
+                              quiet=True, strategy="fast")
+    lines: list[str] = []
+    search = Search(problem, settings, tmp_path, log=lines.append)
+    res = search.run(x0_extra=x0)
+    assert res.convergence[0].stage == "fast" and not res.convergence[0].converged
+    assert [v.stage for v in res.convergence] == (["fast", "cmaes", "refine"] if search.fell_back else ["fast"])
+    assert any("--refine_iter" in line for line in lines), lines
+
+
 def test_older_result_files_without_verdicts_still_read():
     space = _space()
     res = FitResult.from_search(space, np.full(space.dim, 0.5), 1.0, run_names=["a"], weighted_loss=np.ones(1),
