@@ -15,7 +15,7 @@ from typing import Annotated
 import numpy as np
 import tyro
 
-from isaaclab_sysid.excitation.cli import start_pose, write_outputs
+from isaaclab_sysid.excitation.cli import start_pose, verdict_exit, write_outputs
 from isaaclab_sysid.excitation.design_io import target_run
 from isaaclab_sysid.excitation.fourier import FourierSpec, optimize_fourier, single_sinusoid, trajectory_condition
 from isaaclab_sysid.excitation.limits import DesignLimitError
@@ -65,7 +65,7 @@ class Args:
     kd: tuple[float, ...] = PANDA_KD
     """Joint damping [N m s/rad]."""
     preflight: bool = False
-    """Also replay the design and write the pre-flight report."""
+    """Also replay the design and write the pre-flight report with its verdict; exit 3 when it says not safe to run."""
 
 
 def main(a: Args) -> int:
@@ -87,10 +87,11 @@ def main(a: Args) -> int:
     info = dict(traj.info, cond_single_sinusoid=cond_single)
     run = target_run(robot, a.name, "joint_pd", t, q, dq, ddq, q, np.asarray(a.kp), np.asarray(a.kd), pos, quat,
                      info, summary={"regressor_cond": cond})
-    paths = write_outputs(robot, run, a.out, lambda p: plot_joint_design(t, q, dq, robot, a.name, p), a.preflight)
+    paths, verdict = write_outputs(robot, run, a.out, lambda p: plot_joint_design(t, q, dq, robot, a.name, p),
+                                   a.preflight)
     for p in paths:
         print(f"wrote {p}")
-    return 0
+    return verdict_exit(verdict)
 
 
 if __name__ == "__main__":

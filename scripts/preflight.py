@@ -3,9 +3,12 @@
 
 Prints reference peaks, joint-space peaks, predicted joint torques at the run's gains
 (replay + gravity) vs torque limits, the torque step per setpoint vs the slew limit,
-cond(W_b) of the base regressor and the identifiability table; writes
-<run>_preflight.json and <run>_preflight.png beside the run (or to --out-dir).
-Exits 2 when a warning was raised and --strict is set.
+cond(W_b) of the base regressor and the identifiability table, then the verdict: PASS / WARN /
+FAIL per check and one line `safe to run: yes|no` with what to change on a FAIL (thresholds:
+docs/excitation.md); writes <run>_preflight.json (verdict included) and <run>_preflight.png
+beside the run (or to --out-dir).
+Exit status: 0 safe to run; 3 a check FAILed (not safe to run as it is); 2 a WARN with --strict
+(or the run's facts missing); 1 the run cannot be read.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import tyro
 from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.excitation.plots import plot_preflight
 from isaaclab_sysid.excitation.preflight import preflight
+from isaaclab_sysid.excitation.verdict import EXIT_FAIL, WARN, WARN_FRAC
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
@@ -36,14 +40,14 @@ class Args:
     """The target run's CSV (its sidecar is the same name with .json)."""
     out_dir: Path | None = None
     """Folder for the report (default: the run's folder)."""
-    warn_frac: float = 0.8
-    """Warn when a peak exceeds this fraction of its limit."""
+    warn_frac: float = WARN_FRAC
+    """A check WARNs when its ratio exceeds this fraction of its limit (it FAILs above 1: past the limit)."""
     identifiability: bool = True
     """Compute the identifiability table (one batched replay of 1 + 2 x 22 candidates)."""
     replay: bool = True
     """Replay the loop to predict torques (turn off for kinematics + cond only)."""
     strict: bool = False
-    """Exit with status 2 when any warning is raised."""
+    """Exit with status 2 when any check WARNs (a FAIL exits 3 regardless)."""
     orientation_error: Literal["rotvec", "quat_vec", "quat_2vec"] | None = None
     """The real controller's orientation error, for a run that does not record it (the Franka tooling's schema 2)."""
     coriolis_compensation: tyro.conf.DisallowNone[bool | None] = None
@@ -78,7 +82,10 @@ def main(a: Args) -> int:
     print(f"wrote {p}")
     if rep.replay:
         print(f"wrote {plot_preflight(rep, robot, out / f'{run.name}_preflight.png')}")
-    return 2 if (a.strict and rep.warnings) else 0
+    print(f"pre-flight: {rep.verdict.overall_line()}")
+    if not rep.safe:
+        return EXIT_FAIL
+    return 2 if (a.strict and (rep.warnings or rep.verdict.count(WARN))) else 0
 
 
 if __name__ == "__main__":

@@ -19,8 +19,10 @@ from isaaclab_sysid.excitation.limits import (
     check_task_peaks,
     refuse_if,
 )
+from isaaclab_sysid.excitation.verdict import EXIT_FAIL
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.utils.atomic import atomic_write_json
+from isaaclab_sysid.utils.json_io import jsonable
 
 
 def start_pose(robot_name: str, q_init: tuple[float, ...] | None):
@@ -45,10 +47,14 @@ def build_task_run(robot: Robot, q0, design, limits: DesignLimits, name: str, kp
     return run, jref, peaks
 
 
-def write_outputs(robot, run, out_dir: Path, plot_fn, preflight_on: bool, peaks=None) -> list[Path]:
-    """Write the target run, its plot and (optionally) the pre-flight report; return the paths."""
+def write_outputs(robot, run, out_dir: Path, plot_fn, preflight_on: bool, peaks=None) -> tuple[list[Path], str | None]:
+    """Write the target run, its plot and (optionally) the pre-flight report (its verdict printed and in its JSON).
+
+    Returns the paths and the pre-flight's overall line (``safe to run: yes|no ...``; None without the pre-flight).
+    """
     csv, side = write_target(run, out_dir)
     paths = [csv, side, plot_fn(out_dir / f"{run.name}.png")]
+    verdict = None
     if preflight_on:
         from isaaclab_sysid.excitation.plots import plot_preflight
         from isaaclab_sysid.excitation.preflight import preflight
@@ -56,9 +62,19 @@ def write_outputs(robot, run, out_dir: Path, plot_fn, preflight_on: bool, peaks=
         rep = preflight(robot, run, peaks=peaks)
         print(rep.format())
         p = out_dir / f"{run.name}_preflight.json"
-        atomic_write_json(p, rep.to_dict())
+        atomic_write_json(p, jsonable(rep.to_dict()))
         paths += [p, plot_preflight(rep, robot, out_dir / f"{run.name}_preflight.png")]
-    return paths
+        verdict = rep.verdict.overall_line()
+    return paths, verdict
+
+
+def verdict_exit(verdict: str | None) -> int:
+    """Print the pre-flight's overall line last (after the paths) and return the exit status: EXIT_FAIL (3) when
+    a check FAILed (the design is written, but not safe to run as it is), else 0."""
+    if verdict is None:
+        return 0
+    print(f"pre-flight: {verdict}")
+    return EXIT_FAIL if verdict.startswith("safe to run: no") else 0
 
 
 @dataclass
@@ -77,7 +93,8 @@ class TaskDesignFlags:
     joint_margin_rad: float = 0.05
     """Refuse a joint reference closer than this to a joint limit [rad]."""
     preflight: bool = False
-    """Also replay the design and write the pre-flight report (needs the MuJoCo backend)."""
+    """Also replay the design and write the pre-flight report with its verdict (needs the MuJoCo backend); exit 3 when
+    it says not safe to run."""
     control_rate_hz: float = 50.0
     """Setpoint rate [Hz] the target run holds each setpoint for; rows are at 1 kHz."""
 
@@ -99,7 +116,8 @@ def generate_task_design(
 ) -> int:
     """Design, IK, limit checks, target run, plot and optional pre-flight; prints the peaks
     and the files written. ``gains`` = (kp_trans, kp_rot, kd_trans, kd_rot). Returns the exit
-    code: 1 with a one-line error when the design is refused."""
+    code: 1 with a one-line error when the design is refused, 3 (EXIT_FAIL) when the
+    pre-flight's verdict is ``safe to run: no`` (the files are written)."""
     from isaaclab_sysid.excitation.plots import plot_task_design
 
     try:
@@ -108,9 +126,9 @@ def generate_task_design(
     except (DesignLimitError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    paths = write_outputs(robot, run, out_dir, lambda p: plot_task_design(design, jref, robot, p), flags.preflight,
-                          peaks)
+    paths, verdict = write_outputs(robot, run, out_dir, lambda p: plot_task_design(design, jref, robot, p),
+                                   flags.preflight, peaks)
     print(f"peaks: EE {peaks['ee_speed_m_s']:.3f} m/s, {peaks['ee_acc_m_s2']:.2f} m/s^2")
     for p in paths:
         print(f"wrote {p}")
-    return 0
+    return verdict_exit(verdict)

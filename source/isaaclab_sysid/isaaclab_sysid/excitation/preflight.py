@@ -16,7 +16,9 @@
 3. cond(W_b) of the base regressor on the joint reference.
 4. The identifiability table (identifiability.py).
 
-Every ratio above ``warn_frac`` of its limit becomes a warning.
+Every ratio above ``warn_frac`` of its limit becomes a warning, and the report
+ends with a verdict (verdict.py): PASS / WARN / FAIL per check and one line
+``safe to run: yes|no`` with what to change on a FAIL.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import pinocchio as pin
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.excitation.conditioning import condition_number
 from isaaclab_sysid.excitation.identifiability import NOMINAL, IdentifiabilityTable, identifiability
+from isaaclab_sysid.excitation.verdict import FAIL_FRAC, WARN_FRAC, Verdict, build_verdict
 from isaaclab_sysid.robots import Robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 from isaaclab_sysid.timebase import TICK_S
@@ -41,11 +44,19 @@ class PreflightReport:
     warnings: list[str] = field(default_factory=list)
     table: IdentifiabilityTable | None = None
     replay: dict[str, np.ndarray] = field(default_factory=dict)
+    verdict: Verdict | None = None
+
+    @property
+    def safe(self) -> bool:
+        """No check FAILed (``safe to run: yes``)."""
+        return self.verdict is None or self.verdict.safe
 
     def to_dict(self) -> dict:
         out = {"numbers": self.numbers, "warnings": self.warnings}
         if self.table is not None:
             out["identifiability"] = self.table.to_dict()
+        if self.verdict is not None:
+            out["verdict"] = self.verdict.to_dict()
         return out
 
     def format(self) -> str:
@@ -69,7 +80,10 @@ class PreflightReport:
         lines.append(f"  cond(W_b) base regressor           {n['regressor_cond']:.4g}  ({n['n_base_params']} base params)")
         if self.table is not None:
             lines += ["  " + ln for ln in self.table.format().splitlines()]
-        lines += [f"  WARNING: {w}" for w in self.warnings] or ["  no warnings"]
+        if self.verdict is not None:
+            lines += ["  " + ln for ln in self.verdict.format().splitlines()]
+        else:
+            lines += [f"  WARNING: {w}" for w in self.warnings] or ["  no warnings"]
         return "\n".join(lines)
 
 
@@ -82,19 +96,21 @@ def _gravity(robot: Robot, q: np.ndarray) -> np.ndarray:
 def preflight(
     robot: Robot,
     run: Run,
-    warn_frac: float = 0.8,
+    warn_frac: float = WARN_FRAC,
     replay: bool = True,
     ident: bool = True,
     cond_stride: int = 10,
     nominal: dict | None = None,
     ident_groups: tuple[str, ...] = ("armature", "friction", "viscous", "delay"),
     peaks: dict[str, float] | None = None,
+    fail_frac: float = FAIL_FRAC,
 ) -> PreflightReport:
     """Pre-flight numbers and warnings of a target run (see module doc).
 
     Args:
         peaks: the task-space reference peaks (``TaskDesign.peaks()``), when known.
         cond_stride: rows skipped between regressor samples (10 = every 10 ms).
+        warn_frac, fail_frac: a ratio to its limit above these is WARN / FAIL in the verdict.
     """
     from isaaclab_sysid.excitation.conditioning import base_columns
 
@@ -117,6 +133,8 @@ def preflight(
     n["regressor_cond"] = condition_number(robot, q, dq, ddq, stride=cond_stride)
     n["n_base_params"] = int(len(base_columns(robot)))
     report = PreflightReport(n, warns)
+    replay_error = None
+    slew = None
     if replay or ident:
         from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
 
@@ -134,7 +152,8 @@ def preflight(
                 )
                 ro = backend.rollout(batch, [run], with_command=True)[0]
                 if ro.diverged[0]:
-                    warns.append("the replay diverged at the nominal candidate: the design is unsafe at these gains")
+                    replay_error = "the replay diverged at the nominal candidate: the design is unsafe at these gains"
+                    warns.append(replay_error)
                 q_sim = ro.q[0]
                 tau_j = ro.tau[0] + (_gravity(robot, q_sim) if comp else 0.0)
                 cmd = ro.extra["tau_cmd"][0]
@@ -167,7 +186,13 @@ def preflight(
                             "the real controller will ramp it (a delay the sim does not have)"
                         )
             if ident:
-                report.table = identifiability(backend, [run], robot.n_dof, nominal=nominal, groups=ident_groups)
+                try:
+                    report.table = identifiability(backend, [run], robot.n_dof, nominal=nominal, groups=ident_groups)
+                except RuntimeError as exc:  # the nominal diverged: the replay check already FAILs
+                    warns.append(f"identifiability not computed: {exc}")
+                    replay_error = replay_error or str(exc)
         finally:
             backend.close()
+    report.verdict = build_verdict(n, report.table, run.meta.excitation, warn_frac, fail_frac, replay_error,
+                                   slew_limit=slew, tau_limit=robot.tau_max)
     return report
