@@ -1,8 +1,8 @@
 """``report.html``: the report's sections and zoomable plots of real against sim, in one self-contained page.
 
 The page embeds plotly.js once (no network needed to open it) and one figure per
-plot: convergence, and per run the joint positions (real, nominal, fitted) and the
-fitted residuals. Long 1 kHz runs are decimated to at most ``max_points`` samples
+plot: convergence, and per run the joint positions (real, nominal, fitted), each joint
+with its error panels (sim - real in mrad, nominal and fitted, each on its own axis). Long 1 kHz runs are decimated to at most ``max_points`` samples
 per trace for the page (the CSV outputs keep every sample).
 """
 
@@ -66,24 +66,35 @@ def _stride(n: int, max_points: int) -> int:
 
 def run_figures(run: Run, q_nominal: np.ndarray, q_fitted: np.ndarray, joint_names: Sequence[str],
                 max_points: int = 2000) -> list:
-    """Two plotly figures of one run: q real/nominal/fitted per joint [rad], and the fitted residual [mrad]."""
+    """One plotly figure of a run, a row per joint: q real/nominal/fitted [rad], then the error panels sim - real
+    [mrad] of the nominal and of the fitted parameters, each on its own axis (a 0.1 mrad fitted error fills its
+    panel beside a 50 mrad nominal one), RMS in the panel titles."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     n = run.n_dof
     k = _stride(run.n_samples, max_points)
     t = run.t[::k]
-    fig = make_subplots(rows=n, cols=1, shared_xaxes=True, subplot_titles=[f"{j} q [rad]" for j in joint_names])
-    res = go.Figure()
+    err = {"nominal": (q_nominal - run.q) * 1e3, "fitted": (q_fitted - run.q) * 1e3}
+    rms = {name: np.sqrt(np.nanmean(e**2, axis=0)) for name, e in err.items()}
+    titles = []
+    for j, name in enumerate(joint_names):
+        titles += [f"{name} q [rad]", f"nominal sim - real [mrad], RMS {rms['nominal'][j]:.3g}",
+                   f"fitted sim - real [mrad], RMS {rms['fitted'][j]:.3g}"]
+    fig = make_subplots(rows=n, cols=3, shared_xaxes=True, column_widths=[0.4, 0.3, 0.3], subplot_titles=titles,
+                        horizontal_spacing=0.06, vertical_spacing=0.3 / n)
+    styles = {"real": dict(color="black"), "nominal": dict(color="#1f77b4", dash="dot"), "fitted": dict(color="#d62728")}
     for j in range(n):
-        for name, y, style in (("real", run.q[::k, j], dict(color="black")),
-                               ("nominal", q_nominal[::k, j], dict(color="#999", dash="dot")),
-                               ("fitted", q_fitted[::k, j], dict(color="#d62728"))):
-            fig.add_trace(go.Scatter(x=t, y=y, name=name, legendgroup=name, showlegend=j == 0, line=style), row=j + 1, col=1)
-        res.add_trace(go.Scatter(x=t, y=(run.q[::k, j] - q_fitted[::k, j]) * 1e3, name=joint_names[j]))
-    fig.update_layout(height=170 * n, title=f"{run.name}: real vs sim", margin=dict(t=60, b=30))
-    res.update_layout(height=360, title=f"{run.name}: residual real - fitted [mrad]", xaxis_title="t [s]")
-    return [fig, res]
+        for name, y in (("real", run.q[::k, j]), ("nominal", q_nominal[::k, j]), ("fitted", q_fitted[::k, j])):
+            fig.add_trace(go.Scatter(x=t, y=y, name=name, legendgroup=name, showlegend=j == 0, line=styles[name]),
+                          row=j + 1, col=1)
+        for col, name in ((2, "nominal"), (3, "fitted")):
+            fig.add_trace(go.Scatter(x=t, y=err[name][::k, j], name=f"{name} sim - real", legendgroup=name,
+                                     showlegend=False, line=dict(color=styles[name]["color"], width=1)), row=j + 1, col=col)
+    fig.update_annotations(font_size=11)
+    fig.update_layout(height=190 * n, title=f"{run.name}: real vs sim, and sim - real per parameter set [mrad]",
+                      margin=dict(t=70, b=30))
+    return [fig]
 
 
 def convergence_figure(history: Sequence) -> object:

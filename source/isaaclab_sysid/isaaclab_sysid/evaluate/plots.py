@@ -1,4 +1,5 @@
-"""Report plots (PNG): convergence, real vs sim per joint and EE, per-joint RMS baseline vs fitted."""
+"""Report plots (PNG): convergence, real vs sim per joint and EE (each with error panels: sim - real of the
+nominal and of the fitted parameters), per-joint RMS baseline vs fitted."""
 
 from __future__ import annotations
 
@@ -65,27 +66,66 @@ def _finish_grid(fig, axes, panels: int, title: str, cols: int = 3) -> None:
     fig.tight_layout()
 
 
+def _rms(e: np.ndarray) -> float:
+    e = np.asarray(e, dtype=float)
+    return float(np.sqrt(np.nanmean(e**2))) if e.size else float("nan")
+
+
+def _error_panel(ax, t: np.ndarray, err: np.ndarray, label: str, unit: str, color: str | None) -> None:
+    """One parameter set's sim - real on its own linear axis (autoscaled: a 0.1 mrad error fills it), RMS in the corner."""
+    ax.plot(t, err, color=color, lw=0.8)
+    ax.axhline(0.0, color="k", lw=0.5)
+    ax.text(0.01, 0.95, f"{label} sim - real, RMS {_rms(err):.3g} {unit}", transform=ax.transAxes, fontsize=7,
+            va="top", ha="left", color=color, bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
+    ax.set_ylabel(f"[{unit}]", fontsize=7)
+    ax.tick_params(labelsize=7)
+    ax.yaxis.get_offset_text().set_fontsize(7)
+
+
 def plot_run(run: Run, q_sets: dict[str, np.ndarray], ee_sets: dict[str, np.ndarray], path: str | Path,
              joint_names: Sequence[str] | None = None) -> Path:
-    """Real vs simulated joint positions (one panel per joint) and EE position (x, y, z)."""
+    """Real vs simulated joint positions and EE position (x, y, z), each with error panels beneath it.
+
+    The top panel of a joint shows q [rad] of real and every parameter set; beneath it, one panel per set
+    (nominal, fitted) shows that set's sim - real in mrad (EE: mm) on its own linear axis, with its RMS,
+    so a fitted error of 0.1 mrad is as readable as a nominal one of 50 mrad.
+    """
     n = run.n_dof
     jn = list(joint_names or [f"j{i + 1}" for i in range(n)])
     panels = n + 3
-    fig, axes = _panel_grid(panels)
+    cols = 3
+    rows = int(np.ceil(panels / cols))
+    labels = list(dict.fromkeys([*q_sets, *ee_sets]))
+    colors = {label: f"C{i}" for i, label in enumerate(labels)}
+    n_err = max(len(q_sets), len(ee_sets))
+    height = (2.0 + 1.0 * n_err) * rows + 0.6
+    fig = plt.figure(figsize=(13, height))
+    # fixed margins (constrained layout costs ~10 s for these ~30 axes)
+    grid = fig.add_gridspec(rows, cols, left=0.06, right=0.99, top=1 - 0.8 / height, bottom=0.45 / height,
+                            wspace=0.22, hspace=0.25)
     t = run.t - run.t[0]
-    for j in range(n):
-        ax = axes[j]
-        ax.plot(t, run.q[:, j], "k", lw=1.2, label="real")
-        for label, q in q_sets.items():
-            ax.plot(t, q[:, j], lw=0.9, label=label)
-        ax.set_title(f"{jn[j]} q [rad]", fontsize=9)
-    for k, c in enumerate("xyz"):
-        ax = axes[n + k]
-        ax.plot(t, run.ee_pos[:, k], "k", lw=1.2, label="real")
-        for label, x in ee_sets.items():
-            ax.plot(t, x[:, k], lw=0.9, label=label)
-        ax.set_title(f"EE {c} [m]", fontsize=9)
-    _finish_grid(fig, axes, panels, f"{run.name}: real vs sim")
+    cells = [(run.q[:, j], {k: v[:, j] for k, v in q_sets.items()}, f"{jn[j]} q [rad]", 1e3, "mrad") for j in range(n)]
+    cells += [(run.ee_pos[:, k], {lb: v[:, k] for lb, v in ee_sets.items()}, f"EE {c} [m]", 1e3, "mm")
+              for k, c in enumerate("xyz")]
+    for i, (real, sims, title, scale, unit) in enumerate(cells):
+        r, c = divmod(i, cols)
+        sub = grid[r, c].subgridspec(1 + len(sims), 1, height_ratios=[2.0] + [1.0] * len(sims), hspace=0.08)
+        ax = fig.add_subplot(sub[0])
+        ax.plot(t, real, "k", lw=1.2, label="real")
+        for label, y in sims.items():
+            ax.plot(t, y, color=colors[label], lw=0.9, label=label)
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(labelbottom=False, labelsize=7)
+        if i == 0:
+            ax.legend(fontsize=7)
+        for k, (label, y) in enumerate(sims.items()):
+            err_ax = fig.add_subplot(sub[1 + k], sharex=ax)
+            _error_panel(err_ax, t, scale * (y - real), label, unit, colors[label])
+            last = k == len(sims) - 1
+            err_ax.tick_params(labelbottom=last)
+            if last and i >= panels - cols:
+                err_ax.set_xlabel("t [s]")
+    fig.suptitle(f"{run.name}: real vs sim; beneath each, sim - real per parameter set (own scale)", y=1 - 0.2 / height)
     return _save(fig, path)
 
 

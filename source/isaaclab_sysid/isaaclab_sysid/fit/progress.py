@@ -3,8 +3,8 @@
 
 Every line starts with its counter and clock, e.g.::
 
-    [gen   3/8 | 12s, ~20s left] best 1.2345e-04 median 2.3456e-04 so far 1.0000e-04 | w*L of best: ...
-    [refine 4 ph 1/2 | 1m05s, <=2m10s left] best 9.5058e-07 | delay 2: 9.5058e-07 | 39 rollouts | at bound (3): ...
+    [gen 3/8 12s, ~20s left] best 1.234e-04 med 2.35e-04 so far 1.000e-04 | diverged 0/16 | sigma 0.123 | w*L of best: ...
+    [refine  4 ph 1/2 (<=12/ph) 1m05s, <=2m10s left] best 9.5058e-07 | 39 rollouts | tracks: delay 2: ... | at bound: ...
 
 The time left is this stage's budget at the pace so far: generations left (``--max_iter``) x
 the mean time per generation; for the refinement the iterations its budget still allows
@@ -183,8 +183,8 @@ class FitProgress:
         """The line of a CMA-ES generation (:class:`~isaaclab_sysid.fit.optimizer.GenerationRecord`)."""
         left = self.max_iter - rec.iteration
         clock = self._clock("cmaes", rec.iteration, left, False, first_s=getattr(rec, "wall_s", None))
-        head = f"[gen {rec.iteration:3d}/{self.max_iter} | {clock}]"
-        parts = [f"best {rec.best:.4e} med {rec.median:.2e} so far {rec.best_ever:.4e}",
+        head = f"[gen {rec.iteration:{len(str(self.max_iter))}d}/{self.max_iter} {clock}]"
+        parts = [f"best {rec.best:.3e} med {rec.median:.2e} so far {rec.best_ever:.3e}",
                  f"diverged {rec.n_diverged}/{rec.popsize}", f"sigma {rec.sigma:.3f}"]
         named = [f"{_short(n)} {c:.2e}" for n, c in zip(run_names, rec.contrib_best)]
         bound = ("at bound:", _hits(hits))
@@ -196,7 +196,7 @@ class FitProgress:
     def refine_line(self, record: dict, hits: Sequence = ()) -> str:
         """The line of a refinement iteration (the record :meth:`LMRefiner.step` returns)."""
         it, phase, phases, left, _ = self._refine_budget(record)
-        head = f"[refine {it:2d} ph {phase}/{phases}, <={self.refine_iter}/ph | {self._clock('refine', it, left, True)}]"
+        head = f"[refine {it:2d} ph {phase}/{phases} (<={self.refine_iter}/ph) {self._clock('refine', it, left, True)}]"
         tracks = [(f"delay {t['delay']}: " if t.get("delay") is not None else "") + f"{t['loss']:.3e}"
                   + ("" if t["active"] else " (done)") for t in record["tracks"]]
         return fit_line(head, [f"best {record['best']:.4e}", f"{record['evaluations']} rollouts"],
@@ -215,7 +215,7 @@ class FitProgress:
         """A one-off line (e.g. the fast path's verdict) with the elapsed time, wrapped to :data:`MAX_WIDTH`."""
         if text.startswith("[") and "]" in text:
             tag, rest = text[1:].split("]", 1)
-            text = f"[{tag} | {fmt_duration(self.clock() - self.t0)}]{rest}"
+            text = f"[{tag} {fmt_duration(self.clock() - self.t0)}]{rest}"
         for ln in wrap(text):
             self.log(ln)
 
