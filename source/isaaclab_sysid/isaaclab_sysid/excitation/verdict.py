@@ -93,7 +93,7 @@ class Verdict:
                  "conditioning and identifiability at most WARN):"]
         for c in self.checks:
             lines.append(f"  {c.status}  {c.name:<16} {c.detail}")
-            if c.status != PASS and c.fix:
+            if c.status == WARN and c.fix:  # a FAIL's fix is under the overall line
                 lines.append(f"{'':<24}-> {c.fix}")
         lines.append(self.overall_line())
         if not self.safe:
@@ -194,7 +194,10 @@ def build_verdict(numbers: dict, table, excitation: dict, warn_frac: float = WAR
         if n.get("tau_step_over_slew_count", 0):
             c.detail += f"; {n['tau_step_over_slew_count']} setpoint(s) above the limit"
         if c.status != PASS:
-            c.fix = "the real controller ramps a step this large (a delay the sim lacks); to lower it: " + c.fix
+            worst = float(np.nanmax(n["tau_step_slew_frac"]))
+            c.fix = ("the real controller ramps a step this large (a delay the sim lacks); to lower it: " + c.fix
+                     + f". Steps scale with amplitude and with stiffness: x{warn_frac / worst:.2f} on either brings the worst under "
+                     f"{warn_frac:.0%}" + (f", x{fail_frac / worst:.2f} to the limit" if c.status == FAIL else ""))
         checks.append(c)
     cond = float(n["regressor_cond"])
     checks.append(Check(

@@ -97,7 +97,7 @@ class _Bar:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                                 TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+                                 TimeElapsedColumn(), TextColumn("elapsed,"), TimeRemainingColumn(), TextColumn("left"),
                                  redirect_stdout=True, redirect_stderr=True, transient=True)
         self.task = None
         self.stage = None
@@ -117,6 +117,8 @@ class _Bar:
 
     def close(self) -> None:
         if self.started:
+            if self.task is not None:
+                self.progress.remove_task(self.task)
             self.progress.stop()
             self.started = False
             self.task = self.stage = None
