@@ -334,6 +334,8 @@ def test_the_convergence_record_says_when_no_step_was_accepted():
     assert not stuck["converged"] and not stuck["moved"] and "ended at its start" in stuck["warning"]
     assert "--max-iter" in stuck["warning"] and "--restarts" in stuck["warning"]
     rejected = _convergence([{**base, "accepted_steps": 9, "last_accepted": 0}], o)
+    at_optimum = _convergence([{**base, "status": 1, "restarts": 0, "accepted_steps": 0, "last_accepted": 0}], o)
+    assert at_optimum["converged"]  # scipy's gradient test: no step needed
     assert not rejected["converged"] and "rejected every step" in rejected["warning"]
     settled = _convergence([{**base, "accepted_steps": 9, "last_accepted": 1, "last_gain": 1e-4}], o)
     assert settled["converged"] and "warning" not in settled

@@ -33,8 +33,9 @@ class RefineArgs:
     heldout: tuple[Path, ...] = ()
     """Held-out runs: every stage (URDF, OLS, SDP, CLIE) is scored on them."""
     joint_fit: Path | None = None
-    """The joint fit's sysid_best_params.json (armature, friction, viscous, delay start); default:
-    rb_params.json's joint terms with --delay."""
+    """The joint fit's output folder or its sysid_best_params.json (armature, friction, viscous, delay start; a
+    static-friction fit starts Coulomb friction at mu_static x dynamic_ratio); default: rb_params.json's joint
+    terms with --delay."""
     delay: int | None = None
     """Actuator delay [1 ms ticks], held fixed (default: the joint fit's)."""
     out: Path = Path("logs/clie")
@@ -147,7 +148,7 @@ def main_from_args(args: RefineArgs, log=print) -> int:  # noqa: ANN001 - a prin
     try:
         log(f"CLIE: {len(obj.body_names)} bodies ({', '.join(obj.body_names)}), joint terms "
             f"{'refined' if opt.joint_terms else 'held'}, delay {joints.delay} ticks, {len(runs)} fit runs, "
-            f"{obj.n_replay()} input-error residuals, {obj.z0.size} coordinates")
+            f"{obj.n_replay()} input-error residuals, {obj.z0.size} coordinates; joint terms from {joints.source}")
         try:
             result = refine(obj, log)
         except RigidBodyError as exc:

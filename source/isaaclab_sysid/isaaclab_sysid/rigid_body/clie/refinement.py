@@ -159,14 +159,16 @@ def _convergence(passes: list[dict], o) -> dict:  # noqa: ANN001 - ClieOptions
     """
     last = passes[-1]
     gain, budget_out, steps = last["last_gain"], last["status"] == 0, last["last_accepted"]
-    moved = last["accepted_steps"] > 0
+    moved = any(p["accepted_steps"] > 0 for p in passes)
+    # scipy's gradient test (status 1) at a point whose gradient vanishes needs no step to be an optimum
+    evidence = steps > 0 or last["status"] == 1
     out = {"last_gain": gain, "budget_ran_out": budget_out, "accepted_steps": last["accepted_steps"],
            "last_accepted": steps, "moved": moved,
-           "converged": (gain <= PROGRESS_COST and steps > 0 and moved
+           "converged": (gain <= PROGRESS_COST and evidence and (moved or last["status"] == 1)
                          and (last["restarts"] > 0 or not budget_out))}
     if not out["converged"]:
         if not moved:
-            why = (f"its last pass accepted no step in {last['evaluations']} evaluations: it ended at its start "
+            why = (f"no pass accepted a step (the last: none in {last['evaluations']} evaluations): it ended at its start "
                    f"(every trial step raised the cost or diverged)")
         elif gain > PROGRESS_COST:
             why = f"its last least-squares attempt still lowered the cost by {gain:.3g} (more than {PROGRESS_COST:g})"

@@ -134,22 +134,39 @@ class JointStart:
 
 def joint_start_from_fit(path: str | Path, joint_names: Sequence[str], delay: int | None = None) -> JointStart:
     """Joint terms and delay from a file's ``best_params_decoded`` (the replay fit's ``sysid_best_params.json``,
-    or a ``--x0`` seed file); ``delay`` overrides the file's ``motor_delay_steps``.
+    or a ``--x0`` seed file), or from a fit's output folder (its ``sysid_best_params.json``); ``delay``
+    overrides the file's ``motor_delay_steps``. A fit with the static-friction groups (``mu_static``,
+    ``dynamic_ratio``) and no Coulomb group starts the Coulomb-only refinement at its dynamic level
+    ``mu_static * dynamic_ratio``, and ``source`` says so.
 
     Raises:
         RigidBodyError: the file is unreadable or lacks a group (names the file and the group).
     """
     from isaaclab_sysid.fit.param_space import GROUPS
+    from isaaclab_sysid.fit.result import RESULT_FILE
     from isaaclab_sysid.utils.json_io import read_json
 
+    path = Path(path)
+    if path.is_dir():
+        require((path / RESULT_FILE).is_file(), f"--joint-fit {path}: a folder without {RESULT_FILE} (give the "
+                                                "joint fit's output folder or its sysid_best_params.json)")
+        path = path / RESULT_FILE
     try:
-        dec = read_json(path, "parameters")["best_params_decoded"]
+        dec = dict(read_json(path, "parameters")["best_params_decoded"])
     except (OSError, ValueError) as exc:
         raise RigidBodyError(str(exc)) from None
     except (KeyError, TypeError):
         raise RigidBodyError(f"{path}: no 'best_params_decoded' (expected the joint fit's sysid_best_params.json)") from None
     v = {}
     n = len(joint_names)
+    note = ""
+    fkey, skey, rkey = (GROUPS[g].result_key for g in ("friction", "mu_static", "dynamic_ratio"))
+    if fkey not in dec and skey in dec and rkey in dec:
+        try:
+            dec[fkey] = (np.asarray(dec[skey], dtype=float) * np.asarray(dec[rkey], dtype=float)).tolist()
+        except (TypeError, ValueError):
+            raise RigidBodyError(f"{path}: best_params_decoded.{skey} and {rkey} must be {n} numbers each") from None
+        note = f" (Coulomb friction started at its dynamic level {skey} x {rkey}: the refinement is Coulomb-only)"
     for g in JOINT_GROUPS:
         key = GROUPS[g].result_key
         if key not in dec:
@@ -166,7 +183,7 @@ def joint_start_from_fit(path: str | Path, joint_names: Sequence[str], delay: in
     d = dec.get(dkey) if delay is None else delay
     require(d is not None, f"{path}: best_params_decoded has no {dkey!r}; give --delay")
     require(float(d) == int(d) and int(d) >= 0, f"{path}: {dkey} must be a whole number >= 0; got {d!r}")
-    return JointStart(v["armature"], v["friction"], v["viscous"], int(d), str(path))
+    return JointStart(v["armature"], v["friction"], v["viscous"], int(d), str(path) + note)
 
 
 def joint_start_from_rb_params(path: str | Path, joint_names: Sequence[str], delay: int) -> JointStart:
