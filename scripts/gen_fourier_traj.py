@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Joint-space Fourier excitation (Swevers), optimized for cond(W_b) of the base regressor.
 
-Writes <out>/<name>.csv + .json (a 1 kHz joint_pd target run, setpoints at 50 Hz),
+Writes <out>/<name>.csv + .json (a 1 kHz joint_pd target run, setpoints at --control-rate-hz),
 <name>.png and, with --preflight, the pre-flight report. See docs/excitation.md.
 """
 
@@ -64,6 +64,10 @@ class Args:
     """Joint stiffness [N m/rad] written to the sidecar (joint_pd)."""
     kd: tuple[float, ...] = PANDA_KD
     """Joint damping [N m s/rad]."""
+    control_rate_hz: float = 50.0
+    """Setpoint rate [Hz] (held between setpoints; 1000 streams one a tick). At the stiff default gains a 50 Hz
+    setpoint step is a torque step of kp x qd x 20 ms, many times the Franka's torque slew limit: the pre-flight
+    says so and names what to change."""
     preflight: bool = False
     """Also replay the design and write the pre-flight report with its verdict; exit 3 when it says not safe to run."""
 
@@ -86,7 +90,7 @@ def main(a: Args) -> int:
     q, dq, ddq = traj.evaluate(t)
     info = dict(traj.info, cond_single_sinusoid=cond_single)
     run = target_run(robot, a.name, "joint_pd", t, q, dq, ddq, q, np.asarray(a.kp), np.asarray(a.kd), pos, quat,
-                     info, summary={"regressor_cond": cond})
+                     info, summary={"regressor_cond": cond}, control_rate_hz=a.control_rate_hz)
     paths, verdict = write_outputs(robot, run, a.out, lambda p: plot_joint_design(t, q, dq, robot, a.name, p),
                                    a.preflight)
     for p in paths:
