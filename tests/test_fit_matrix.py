@@ -17,7 +17,7 @@ from isaaclab_sysid.twin.study import CI, TRUTH, Cell, matrix, run_cell, table
 CELLS = matrix()
 #: the cell that fooled the residual-based verdicts (docs/fit.md): at 50 Hz with the state-age model, a joint-PD
 #: run's missing static friction hides in the rows' random age (the held-out run replays at the noise floor); the
-#: score test of the omitted static group (evaluate/static_friction_test.py) is what calls it out
+#: score test of the omitted static group (evaluate/friction_score.py) is what calls it out
 HIDDEN_STATIC = Cell(50.0, "stribeck", "coulomb", "joint_pd")
 
 

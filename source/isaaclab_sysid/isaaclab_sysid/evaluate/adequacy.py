@@ -31,7 +31,7 @@ data, from four diagnostics of the fitted candidate's joint-position residual
   impedance law does not hold that motion, so what the model misses in friction
   shows there first.
 
-A fifth signal needs the backend and runs in :mod:`isaaclab_sysid.evaluate.static_friction_test`: for a
+A fifth signal needs the backend and runs in :mod:`isaaclab_sysid.evaluate.friction_score`: for a
 Coulomb-only fit, a score test of the omitted static-friction group at the optimum
 (:meth:`Adequacy.with_static_friction_test`); it finds a missing static friction the
 residual hides (50 Hz rows' random state age), and a verdict it fires on is ``misfit``.
@@ -126,7 +126,7 @@ class Adequacy:
 
     def with_static_friction_test(self, test) -> "Adequacy":
         """This verdict with the score test for an omitted static friction
-        (:mod:`isaaclab_sysid.evaluate.static_friction_test`; None where it does not apply): misfit when it fires."""
+        (:mod:`isaaclab_sysid.evaluate.friction_score`; None where it does not apply): misfit when it fires."""
         if test is None:
             return self
         msgs = list(self.messages)

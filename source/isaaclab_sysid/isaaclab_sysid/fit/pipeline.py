@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from isaaclab_sysid.evaluate.static_friction_test import static_friction_test
+from isaaclab_sysid.evaluate.friction_score import static_friction_test
 from isaaclab_sysid.evaluate.adequacy import assess
 from isaaclab_sysid.evaluate.heldout import EvalResult, evaluate_params, write_eval_outputs
 from isaaclab_sysid.evaluate.noise_floor import resolve_noise_floor

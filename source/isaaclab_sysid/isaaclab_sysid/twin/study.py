@@ -29,7 +29,7 @@ import numpy as np
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.adequacy import assess
 from isaaclab_sysid.evaluate.heldout import evaluate_params
-from isaaclab_sysid.evaluate.static_friction_test import static_friction_test
+from isaaclab_sysid.evaluate.friction_score import static_friction_test
 from isaaclab_sysid.evaluate.metrics import rms_between_runs
 from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.objective import ReplayObjective
@@ -176,7 +176,7 @@ class CellScore:
         unbounded: entries reported unidentifiable; unreliable: entries whose interval is marked unreliable.
         heldout_over_floor: held-out q RMS / RMS between the held-out run and its repeat.
         verdict, messages: the adequacy verdict.
-        static_z: (N,) the score test's z per joint for a Coulomb fit (evaluate/static_friction_test.py), else None.
+        static_z: (N,) the score test's z per joint for a Coulomb fit (evaluate/friction_score.py), else None.
     """
 
     cell: Cell
