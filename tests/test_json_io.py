@@ -45,3 +45,17 @@ def test_atomic_outputs_get_the_mode_a_plain_open_gives(tmp_path):
     mode = stat.S_IMODE((tmp_path / "out.json").stat().st_mode)
     assert mode == stat.S_IMODE((tmp_path / "plain.json").stat().st_mode) == 0o644
     assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_one_atomic_json_writer_writes_non_finite_as_null(tmp_path):
+    """One atomic_write_json (utils/atomic.py), one NaN policy: numpy made plain, NaN/inf -> null, never refused."""
+    from isaaclab_sysid.utils.atomic import atomic_write_json
+
+    p = atomic_write_json(tmp_path / "x.json", {"a": np.float64(np.nan), "b": np.array([1.0, -np.inf]), "c": (1, 2)})
+    assert p == tmp_path / "x.json"
+    assert json.loads(p.read_text()) == {"a": None, "b": [1.0, None], "c": [1, 2]}
+    assert "NaN" not in p.read_text() and "Infinity" not in p.read_text()
+    import isaaclab_sysid.rigid_body.io as rb_io
+
+    assert not hasattr(rb_io, "jsonable")  # rigid_body/io.py uses the shared writer, it has no copy of the policy
+    assert rb_io.atomic_write_json is atomic_write_json

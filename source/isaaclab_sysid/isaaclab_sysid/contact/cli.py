@@ -16,10 +16,9 @@ from isaaclab_sysid.contact.mapping import body_invweight
 from isaaclab_sysid.contact.twin import ContactTwin, record_contact_run
 from isaaclab_sysid.data import RunFormatError
 from isaaclab_sysid.export.ranges import RangePolicy
-from isaaclab_sysid.rigid_body.io import atomic_write_json
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.config import RobotConfigError
-from isaaclab_sysid.utils.atomic import atomic_write_text
+from isaaclab_sysid.utils.atomic import atomic_write_json, atomic_write_text
 
 ERRORS = (OSError, ValueError, KeyError, RunFormatError, RobotConfigError, ContactInputError, PolicyError)
 

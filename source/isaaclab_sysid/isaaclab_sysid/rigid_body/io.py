@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from isaaclab_sysid.robots import LinkInertial
-from isaaclab_sysid.utils import atomic
-from isaaclab_sysid.utils.json_io import jsonable
+from isaaclab_sysid.utils.atomic import atomic_write_json
 
 NOMINAL_SCHEMA = "isaaclab_sysid.link_inertials/1"
 RB_PARAMS_SCHEMA = "isaaclab_sysid.rb_params/1"
@@ -38,12 +36,6 @@ class NominalInertials(dict):
 
 #: The flag of the fit that reads a file marked not to be used anyway.
 ADMIT_FLAG = "--admit_rejected_nominal"
-
-
-def atomic_write_json(path: str | Path, obj: Any) -> Path:
-    """Write ``obj`` as indented JSON (numpy converted, non-finite -> null) atomically; returns the path."""
-    atomic.atomic_write_json(path, jsonable(obj))
-    return Path(path)
 
 
 def inertials_to_dict(inertials: dict[str, LinkInertial]) -> dict:

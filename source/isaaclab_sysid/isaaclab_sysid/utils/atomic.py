@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from isaaclab_sysid.utils.json_io import jsonable
+
 
 def _new_temp(path: Path) -> Path:
     """Create an empty, unique temporary file beside ``path`` with the mode a plain ``open(path, "w")`` gives
@@ -50,6 +52,13 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def atomic_write_json(path: str | Path, obj: Any) -> None:
-    """Write ``obj`` as indented JSON to ``path`` atomically (NaN/inf refused)."""
-    atomic_write_text(path, json.dumps(obj, indent=2, allow_nan=False) + "\n")
+def atomic_write_json(path: str | Path, obj: Any) -> Path:
+    """Write ``obj`` as indented JSON to ``path`` atomically; returns the path.
+
+    The one JSON writer of the package, with one policy for non-finite numbers: ``obj`` goes through
+    :func:`~isaaclab_sysid.utils.json_io.jsonable` first (numpy arrays and scalars, tuples and paths
+    made plain), so NaN and +-inf are written as ``null`` (strict JSON has no NaN; a reader sees "no
+    value"), never as the non-standard ``NaN``/``Infinity`` tokens and never refused.
+    """
+    atomic_write_text(path, json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n")
+    return Path(path)
