@@ -3,8 +3,8 @@
 
     python benchmarks/contact_coverage.py --seeds 50
 
-Prints (presses at 1 and 0.5 mm/s, the seed's quasi-static speed) the coverage of the 95 % intervals of k_c (two presses) and b_c (three impacts) and their
-mean relative half-widths (the damping's is the wider, seed 000 L.B.3), then the mapping check:
+Prints (presses at 1 and 0.5 mm/s, a quasi-static speed) the coverage of the 95 % intervals of k_c (two presses) and b_c (three impacts) and their
+mean relative half-widths (the damping's is the wider), then the mapping check:
 the same tests run with MuJoCo's own soft contact and the solref/solimp of contact.mapping, and
 the numbers identified back from it, against the explicit law measured in the same run.
 """

@@ -1,11 +1,12 @@
 #!/usr/bin/env python
-"""Friction that drifts, full size: the seed's 20-minute warm-up on the Franka twin, and the seed's own example.
+"""Friction that drifts, full size: a 20-minute warm-up on the Franka twin, and a worked example
+beside its reference numbers.
 
     python benchmarks/friction_drift.py --session-s 1200 --runs 40
 
-Part 1, the seed's example (seed 001): 600 readings, one every 2 s, true viscous friction 0.30
+Part 1, the worked example: 600 readings, one every 2 s, true viscous friction 0.30
 falling to 0.20 between readings 150 and 450, averaged over --seeds; printed beside the numbers
-the seed states (the reference). Part 2, the Franka twin: a session of --runs back-to-back runs
+of the reference. Part 2, the Franka twin: a session of --runs back-to-back runs
 whose Coulomb and viscous friction fall by 35 % over --session-s seconds, tracked with one
 reading every 2 s; per forgetting factor the lag (mean error over the last quarter), the noise
 (its spread), the band's mean half-width and the coverage of the truth by the band.
@@ -23,14 +24,14 @@ from isaaclab_sysid.online import FrictionRLS, FrictionSignal, RLSOptions, Track
 from isaaclab_sysid.online.twin import franka_drift, record_session
 from isaaclab_sysid.robots import load_robot
 
-SEED_NUMBERS = {1.0: (0.258, 0.063, None), 0.98: (0.207, 0.017, 0.010), 0.9: (None, None, 0.022)}
+REFERENCE_NUMBERS = {1.0: (0.258, 0.063, None), 0.98: (0.207, 0.017, 0.010), 0.9: (None, None, 0.022)}
 
 
-def seed_example(seeds: int) -> None:
+def worked_example(seeds: int) -> None:
     k = np.arange(600)
     b = np.where(k < 150, 0.30, np.where(k < 450, 0.30 - 0.10 * (k - 150) / 300, 0.20))
-    print("the seed's example (600 readings, one every 2 s):")
-    print(f"{'lambda':>7s}{'final b':>10s}{'lag':>8s}{'shake':>8s}   seed states (final, lag, shake)")
+    print("the worked example (600 readings, one every 2 s):")
+    print(f"{'lambda':>7s}{'final b':>10s}{'lag':>8s}{'shake':>8s}   reference (final, lag, shake)")
     for lam in (1.0, 0.98, 0.9):
         out = []
         for s in range(seeds):
@@ -41,7 +42,7 @@ def seed_example(seeds: int) -> None:
             est = np.array([f.update(2.0 * (i + 1), [[w[i]]], [[y[i]]]).theta[0, 1] for i in range(600)])
             out.append((est[-1], (est[450:] - 0.2).mean(), (est[450:] - 0.2).std()))
         m = np.mean(out, axis=0)
-        print(f"{lam:>7g}{m[0]:>10.3f}{m[1]:>8.3f}{m[2]:>8.3f}   {SEED_NUMBERS[lam]}")
+        print(f"{lam:>7g}{m[0]:>10.3f}{m[1]:>8.3f}{m[2]:>8.3f}   {REFERENCE_NUMBERS[lam]}")
 
 
 def main() -> int:
@@ -49,10 +50,10 @@ def main() -> int:
     ap.add_argument("--session-s", type=float, default=1200.0, help="session length [s]")
     ap.add_argument("--runs", type=int, default=40, help="back-to-back runs in the session")
     ap.add_argument("--chunk-s", type=float, default=2.0, help="seconds per update (one reading each)")
-    ap.add_argument("--seeds", type=int, default=20, help="seeds of the seed's example")
+    ap.add_argument("--seeds", type=int, default=20, help="random seeds of the worked example")
     a = ap.parse_args()
     t0 = time.perf_counter()
-    seed_example(a.seeds)
+    worked_example(a.seeds)
     robot = load_robot("franka_panda")
     twin = franka_drift(a.session_s)
     runs, starts = record_session(robot, twin, a.runs, seed=0, log_rate_hz=1000.0)

@@ -55,7 +55,7 @@ def closed_loop_run(reg, true, ctrl, seed: int, T: int = 4000, dt: float = 0.005
 
     Returns (reference (q, qd, qdd), measured (q, qd, qdd), commanded torque), each (T, N):
     the logged torque is the command, so ``tau = Y(q, qd, qdd) pi_true - d`` and the
-    regressor, through the closed loop, is correlated with d (seed 000, L.C.3).
+    regressor, through the closed loop, is correlated with d (why closed-loop data need instrumental variables).
     """
     n = reg.n_dof
     _, qr, qdr, qddr = fourier_trajectory(n, T, dt, seed=seed, f0=0.1)

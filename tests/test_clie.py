@@ -1,4 +1,4 @@
-"""CLIE: closed-loop refinement of the link inertials through the replay (rigid_body/clie/, seed 003).
+"""CLIE: closed-loop refinement of the link inertials through the replay (rigid_body/clie/).
 
 The Franka twin (tests/rigid_body_franka_twin.py: URDF inertials perturbed, Coulomb friction,
 armature, viscous, 2-tick delay, process and measurement noise) records short joint_pd runs;

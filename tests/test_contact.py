@@ -30,7 +30,7 @@ K, B = 2.0e4, 30.0
 
 
 def session(twin: ContactTwin, seed: int, press=(0.001, 0.0005), impacts=(0.05, 0.1, 0.2)):
-    """Presses at the seed's quasi-static 0.5 mm/s (and 1 mm/s: the speed check), impacts at three speeds."""
+    """Presses at a quasi-static 0.5 mm/s (and 1 mm/s: the speed check), impacts at three speeds."""
     runs = [record_contact_run(ROBOT, twin, "press", v, seed * 100 + i, above=0.001, depth=0.004)
             for i, v in enumerate(press)]
     runs += [record_contact_run(ROBOT, twin, "impact", v, seed * 100 + 50 + i, above=0.015, depth=0.005, hold_s=0.2)
@@ -47,9 +47,9 @@ def test_stiffness_and_damping_recovered_within_their_intervals_over_seeds():
         hit_k += est.stiffness.contains(K)
         hit_b += est.damping.contains(B)
         rel = lambda iv: (iv.upper - iv.lower) / iv.value  # noqa: E731
-        assert rel(est.damping) > 3 * rel(est.stiffness)  # the seed's point: damping is the harder number
+        assert rel(est.damping) > 3 * rel(est.stiffness)  # damping is the harder number
         assert not [w for w in est.warnings if "not straight" in w]
-        alarms += any("not quasi-static" in w for w in est.warnings)  # a 5 % test at the seed's slow speeds
+        alarms += any("not quasi-static" in w for w in est.warnings)  # a 5 % test at these slow speeds
     assert hit_k >= n - 2 and hit_b >= n - 2 and alarms <= 2, (hit_k, hit_b, alarms)
 
 

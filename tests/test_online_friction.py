@@ -1,4 +1,4 @@
-"""Friction that drifts: RLS with forgetting (exactness, windup guards, the seed's three settings), and a
+"""Friction that drifts: RLS with forgetting (exactness, windup guards, three forgetting settings), and a
 warm-up session twin whose friction falls, followed within the band; bad input refused."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from isaaclab_sysid.online.twin import franka_drift, record_session
 from isaaclab_sysid.robots import load_robot
 
 ROBOT = load_robot("franka_panda")
-N_RUNS, SESSION_S = 24, 120.0  # the seed's 600 updates, 10x compressed in time: one reading every 0.2 s
+N_RUNS, SESSION_S = 24, 120.0  # 600 updates, 10x compressed in time: one reading every 0.2 s
 ONE_READING = TrackOptions(chunk_s=0.2, readings=1)
 
 
@@ -86,7 +86,7 @@ def test_one_sample_update_is_the_seeds_rls_step():
         w = rng.uniform(0.3, 2.0) * rng.choice([-1, 1])
         reading = 0.3 * w + 0.4 * np.sign(w) + 0.05 * rng.standard_normal()
         row = friction_rows(w)
-        gain = P @ row / (lam + row @ P @ row)  # the seed's pseudocode
+        gain = P @ row / (lam + row @ P @ row)  # the textbook pseudocode
         theta = theta + gain * (reading - row @ theta)
         P = (P - np.outer(gain, row) @ P) / lam
         f.update(float(k + 1), [[w]], [[reading]])
@@ -95,7 +95,7 @@ def test_one_sample_update_is_the_seeds_rls_step():
 
 
 def test_the_seeds_three_forgetting_settings_on_its_own_example():
-    """600 readings, one every 2 s, b 0.30 -> 0.20 between readings 150 and 450 (seed 001), 20 seeds."""
+    """600 readings, one every 2 s, b 0.30 -> 0.20 between readings 150 and 450, 20 random seeds."""
     k = np.arange(600)
     b = np.where(k < 150, 0.30, np.where(k < 450, 0.30 - 0.10 * (k - 150) / 300, 0.20))
     final, lag, shake = {}, {}, {}

@@ -1,4 +1,4 @@
-"""Act on the cautious end (seed 001): which end of an interval one use of a number takes.
+"""Act on the cautious end: which end of an interval one use of a number takes.
 
 A fitted number with an interval is a range; a decision needs one value, and the
 safe habit is the end that fails gently if the number is wrong. Which end that is

@@ -1,4 +1,4 @@
-"""Contact stiffness and damping (seed 000 L.B.3): a quasi-static press and impacts at several speeds.
+"""Contact stiffness and damping: a quasi-static press and impacts at several speeds.
 
 ``io`` (contact runs: a run plus its contact force and test metadata) -> ``geometry`` (the tip along
 the surface normal) -> ``identify`` (stiffness and damping with intervals and checks) -> ``mapping``

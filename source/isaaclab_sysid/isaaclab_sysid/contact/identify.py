@@ -1,4 +1,4 @@
-"""Contact stiffness from a quasi-static press and damping from impacts (seed 000 L.B.3).
+"""Contact stiffness from a quasi-static press and damping from impacts.
 
 The contact law is ``F_n = max(0, k_c phi + b_c phi_dot)`` with the penetration ``phi = s - s0``
 (``contact.geometry``: ``s`` from the measured joints, the surface position ``s0`` unknown).
@@ -212,7 +212,7 @@ def fit_presses(robot: Robot, presses: list[ContactRun], o: ContactOptions) -> t
         if abs(kl[0] - kh[0]) > z * np.hypot(kl[1], kh[1]) and abs(kl[0] - kh[0]) > 0.05 * k:
             warns.append(f"{cr.name}: the force-penetration line is not straight (slope {kl[0]:.4g} N/m at low, "
                          f"{kh[0]:.4g} N/m at high penetration): a nonlinear contact; restrict the range or use a "
-                         "nonlinear model (seed 000 L.D.2)")
+                         "nonlinear model (e.g. Hunt-Crossley)")
     # one slope, one intercept per press
     R = len(rows)
     X = np.zeros((sum(s.size for s, _ in rows), R + 1))
@@ -231,7 +231,7 @@ def fit_presses(robot: Robot, presses: list[ContactRun], o: ContactOptions) -> t
         if chi2 > scipy.stats.chi2.ppf(o.level, R - 1):
             speeds = ", ".join(f"{p.k:.4g} N/m at {1e3 * p.speed:.2g} mm/s" for p in fits)
             warns.append(f"press slopes differ with speed ({speeds}): not quasi-static, the damping adds to the force; "
-                         "slow the press (seed 000 WE-L.B.d)")
+                         "slow the press")
     else:
         warns.append("quasi-static condition not checked: one press; press at two speeds (the slope must not change)")
     tq = float(scipy.stats.t.ppf(0.5 + o.level / 2, dof))
@@ -245,7 +245,7 @@ def fit_impacts(robot: Robot, impacts: list[ContactRun], stiffness: Interval, o:
     """The damping from impacts given the stiffness (see module doc)."""
     if len(impacts) < 2:
         raise ContactInputError(f"damping needs impacts at several approach speeds (got {len(impacts)}): its interval "
-                                "comes from their spread (seed 000 L.B.3)")
+                                "comes from their spread")
     k = stiffness.value
     fits, warns = [], []
     for cr in impacts:
@@ -273,7 +273,7 @@ def fit_impacts(robot: Robot, impacts: list[ContactRun], stiffness: Interval, o:
     speeds = np.array([i.speed for i in fits])
     if speeds.max() < 1.3 * speeds.min():
         warns.append(f"impact speeds {np.round(speeds, 3).tolist()} m/s are too alike to check the law's speed "
-                     "dependence; impact at several speeds (seed 000: three)")
+                     "dependence; impact at three or more speeds")
     iv = Interval("contact_damping", "contact_damping", None, b_bar, max(0.0, b_bar - hw), b_bar + hw,
                   float(np.hypot(se, abs(d_bar) * (stiffness.std or 0.0))), True,
                   f"{len(fits)} impacts, scatter x{se_ext / se_int:.2f} of their error bars, k's share "

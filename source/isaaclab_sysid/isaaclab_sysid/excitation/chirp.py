@@ -1,6 +1,6 @@
 """Chirp excitation: a linear frequency sweep on six task-space axes, pi/3 phase-staggered.
 
-Two bands (seed 004): ``low`` sweeps 0.1 -> 0.7 Hz at constant amplitude under a
+Two bands (as the Franka tooling's runs): ``low`` sweeps 0.1 -> 0.7 Hz at constant amplitude under a
 2 s up / 3 s down linear envelope (the fit run at kp 200/20); ``high`` sweeps
 0.7 -> 3 Hz with the amplitude tapered as (0.7/f)^p (p = 0.5 by default) and a
 2 s up / 1 s down envelope (an optional held-out run). The single constant-
@@ -76,11 +76,6 @@ class ChirpSpec:
             phase_step_rad=self.phase_step_rad,
             axes=self.axes,
         )
-
-
-def instantaneous_frequency(spec: ChirpSpec, t: np.ndarray) -> np.ndarray:
-    """(T,) sweep frequency f(t) [Hz] of a resolved spec."""
-    return spec.f_start_hz + (spec.f_end_hz - spec.f_start_hz) * np.asarray(t) / spec.duration_s  # type: ignore[operator]
 
 
 def chirp(spec: ChirpSpec, anchor_pos: np.ndarray, anchor_quat: np.ndarray) -> TaskDesign:

@@ -1,4 +1,4 @@
-"""Randomization ranges = interval + a structure-error allowance (seed 000, L.E.2), with a configurable policy.
+"""Randomization ranges = interval + a structure-error allowance, with a configurable policy.
 
 The interval is the statistical uncertainty; the model's structure error (effects
 the fit does not have: Stribeck friction, backlash, cable forces, timing) is an

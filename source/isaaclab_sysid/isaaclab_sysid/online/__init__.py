@@ -1,4 +1,4 @@
-"""Friction that drifts (seed 001): recursive least squares with forgetting over the joint-friction regressor.
+"""Friction that drifts (e.g. a gearbox warming up): recursive least squares with forgetting over the joint-friction regressor.
 
 ``signal`` (a run's friction torque) -> ``rls`` (the tracker: one sample or one chunk per update,
 forgetting, windup guards, the band) -> ``track`` (a session of runs, change flags); ``twin``

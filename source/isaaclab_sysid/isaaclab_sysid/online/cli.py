@@ -18,10 +18,11 @@ from isaaclab_sysid.online.rls import FRICTION_TERMS, RLSOptions, TrackerError
 from isaaclab_sysid.online.signal import FrictionSignal, SignalOptions
 from isaaclab_sysid.online.track import TrackOptions, TrackResult, track
 from isaaclab_sysid.online.twin import DriftTwin, franka_drift, record_session
-from isaaclab_sysid.rigid_body.io import NominalFileError, atomic_write_json, load_nominal
+from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal
 from isaaclab_sysid.rigid_body.runs_input import read_runs, robot_of
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.config import RobotConfigError
+from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import read_json
 
 ERRORS = (OSError, ValueError, KeyError, RunFormatError, RobotConfigError, NominalFileError, TrackerError)
@@ -56,7 +57,7 @@ class TrackArgs:
     chunk_s: float = 2.0
     """log seconds per update"""
     readings: int | None = None
-    """readings per update, evenly spaced in the chunk (default: all; 1 = the seed's one reading per update)"""
+    """readings per update, evenly spaced in the chunk (default: all; 1 = one reading per update)"""
     deadband: float = 0.05
     """|qd| [rad/s] below which a sample does not update (stiction zone)"""
     level: float = 0.95
@@ -78,7 +79,7 @@ class TwinArgs:
     out: Path = Path("logs/friction_twin")
     """output folder: session.h5 (all runs) and friction_truth.json"""
     session_s: float = 1200.0
-    """session length [s] (the seed's 20 minutes)"""
+    """session length [s] (20 minutes: a warm-up)"""
     runs: int = 40
     """runs in the session (back to back)"""
     fall: float = 0.35

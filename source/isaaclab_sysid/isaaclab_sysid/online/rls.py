@@ -1,4 +1,4 @@
-"""Recursive least squares with forgetting over the joint-friction regressor (seed 001).
+"""Recursive least squares with forgetting over the joint-friction regressor.
 
 Per joint j the friction torque is ``y = c_j sign(qd) + b_j qd + o_j`` (Coulomb [N m], viscous
 [N m s/rad], offset [N m]): a 3-parameter linear model, independent across joints, so the
@@ -14,7 +14,7 @@ information form, ``R = P^-1``::
              theta <- theta + R^-1 Phi^T (y - Phi theta)
     bound:   eigenvalues of P = R^-1 clipped to p_max            (guard "bound")
 
-With one sample and plain forgetting this is the seed's ``rls_step`` (gain P phi / (lambda +
+With one sample and plain forgetting this is the textbook ``rls_step`` (gain P phi / (lambda +
 phi^T P phi), P <- (P - gain phi^T P) / lambda). Plain forgetting shrinks the information in
 *every* direction at every update, so directions the data do not excite (a joint that only
 turns one way leaves Coulomb and offset indistinguishable; a joint at rest excites nothing)
@@ -64,7 +64,7 @@ class RLSOptions:
     """Attributes:
     forgetting: lambda per update, in (0, 1]; the tracker remembers about 1 / (1 - lambda) updates.
     guard: ``directional`` (forget only along excited directions), ``bound`` (P <= p_max) or ``none``.
-    p0: initial P = p0 I (the seed's "I know almost nothing": 100).
+    p0: initial P = p0 I ("I know almost nothing": 100).
     p_max: bound on P's eigenvalues for guard ``bound`` (default p0).
     deadband: |qd| [rad/s] below which a sample does not update.
     level: two-sided level of the band.

@@ -21,9 +21,9 @@ from isaaclab_sysid.online.signal import FrictionSamples
 @dataclass(frozen=True)
 class TrackOptions:
     """Attributes:
-    chunk_s: log seconds per update (the seed: one reading every 2 s).
+    chunk_s: log seconds per update (default: one reading every 2 s).
     readings: readings used per update, evenly spaced in the chunk (None: every sample of the chunk;
-        1: the seed's one reading per update).
+        1: one reading per update).
     reference_s: session time of the reference estimate [s] (None: the end of the first run).
     """
 

@@ -1,10 +1,10 @@
-"""A warm-up session twin: runs whose joint friction falls over time (seed 001's gearbox).
+"""A warm-up session twin: runs whose joint friction falls over time (a gearbox warming up).
 
 The session is ``n_runs`` runs of ``run_s`` seconds, back to back. Each run is the product's
 simulated twin (``twin.recorder.record_twin``: MuJoCo, joint PD at 1 kHz, noise) on a joint
 Fourier motion, with the friction of the session time at the run's middle: the Coulomb and
 viscous friction stay at their cold values for the first quarter of the session, fall
-linearly to their warm values by the third quarter and stay there (the seed's profile, 20
+linearly to their warm values by the third quarter and stay there (a warm-up profile, 20
 minutes in full size). The measured torque gets the true arm's gravity g(q) added (Pinocchio),
 as a real log's ``tau_J`` would hold it.
 """

@@ -1,4 +1,4 @@
-"""Payload after a grasp (seed 001): mass, centre of mass and inertia of the held part from joint torques.
+"""Payload after a grasp: mass, centre of mass and inertia of the held part from joint torques.
 
 ``holds`` (static holds in runs, paired with a reference) -> ``model`` (the payload's columns of the
 rigid-body regressor) -> ``identify`` (least squares, error bars, Monte Carlo check, wrong-part flag)

@@ -17,14 +17,14 @@ Static holds give the mass and the first moment m c (4 unknowns; inertia does no
 at rest). Motion (``motion=True``: every preprocessed sample of runs recorded on the
 same trajectory with and without the payload) adds the 6 inertia parameters.
 
-Error bars (seed 001): least squares by QR, the covariance from the residual
+Error bars: least squares by QR, the covariance from the residual
 (``sigma^2 (W^T W)^-1``; Newey-West for motion samples, whose residuals are correlated
 after filtering), Student-t quantiles with the residual's degrees of freedom. The
 centre of mass ``c = (m c) / m`` and the inertia about it are not linear in the
 fitted parameters: each derived number's interval is carried through the formula to
 first order *and* by Monte Carlo (multivariate-t draws of the parameters); when the two
 disagree (half-widths or centres more than 10 % apart) the Monte Carlo percentiles are
-used, as the seed advises.
+used.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class PayloadOptions:
 
 @dataclass
 class PropagationCheck:
-    """First-order propagation vs Monte Carlo for one derived number (seed 001's check).
+    """First-order propagation vs Monte Carlo for one derived number (is the linearization good enough?).
 
     Attributes:
         label: the number; value: its estimate.

@@ -117,7 +117,7 @@ def wls(W: np.ndarray, y: np.ndarray, n_dof: int, sigma_joint: np.ndarray | None
 
 
 def instrumental_variables(W: np.ndarray, y: np.ndarray, Z: np.ndarray, n_dof: int) -> LSResult:
-    """Instrumental-variable estimate for closed-loop data (seed 000, L.C.3).
+    """Instrumental-variable estimate for closed-loop data (Janot, Vandanjon and Gautier, IEEE TCST 2014).
 
     ``Z`` (M, p) is the regressor rebuilt from a signal correlated with W but not
     with the noise (the commanded trajectory, or a simulation of the previous
@@ -181,6 +181,8 @@ def estimate(
 
 def ols_batch(W: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """OLS of many outputs against one regressor with a single QR (Monte-Carlo checks).
+
+    Kept without a caller in the pipeline: the coverage tests fit thousands of noise draws with it in one QR.
 
     Args:
         W: (M, p) regressor; Y: (M, D) D output vectors.

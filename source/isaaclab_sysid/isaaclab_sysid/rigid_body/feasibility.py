@@ -2,8 +2,8 @@
 
 (a) :func:`audit_mass_matrix` asks whether the joint-space inertia M(q) implied
     by a parameter set is positive definite over a stated pose domain, sampled
-    by a structured grid + uniform draws + draws from a dense region (seed 003,
-    App. D-G), and reports counts, the minimum eigenvalue and the seeds.
+    by a structured grid + uniform draws + draws from a dense region, and reports counts, the minimum eigenvalue
+    and the seeds.
 (b) :func:`reconstruct_standard` finds standard link parameters (10 per link)
     whose every 4x4 pseudo-inertia is positive definite, consistent with the
     identified base parameters (Mahalanobis distance under their covariance) and

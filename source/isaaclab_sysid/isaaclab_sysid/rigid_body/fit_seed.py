@@ -6,7 +6,7 @@ that ``sysid_franka_osc.py --x0 FILE`` starts from; groups the file lacks keep t
 fit's default start.
 
 The actuator delay is seeded only when asked: by a given value, or by the
-cross-correlation of commanded and measured torque (seed 000, L.B.4) on runs
+cross-correlation of commanded and measured torque (the lag of its peak) on runs
 whose command is not fed back from the response (a step or open-loop test).
 Under closed-loop control the disturbance reaches both signals within the same
 tick and the correlation peaks at lag 0 whatever the delay: on the Franka twin

@@ -15,7 +15,8 @@ s23, s13, t1, t2, t3):
                     [0,    0,    0,    1 ]]
 
 so any theta in R^10 is a physical body and every physical body has one theta: a
-search in these coordinates never leaves the feasible set (seed 003, Sec. II-B).
+search in these coordinates never leaves the feasible set (Rucker and Wensing, "Smooth parameterization of rigid-body inertia",
+IEEE RA-L 2022).
 """
 
 from __future__ import annotations
@@ -76,11 +77,6 @@ def from_log_cholesky(theta: np.ndarray) -> np.ndarray:
                               [0.0, 0.0, np.exp(d3), t3],
                               [0.0, 0.0, 0.0, 1.0]])
     return from_pseudo_inertia(U @ U.T)
-
-
-def bodies_to_log_cholesky(pi_links: np.ndarray) -> np.ndarray:
-    """(B, 10) coordinates of (B, 10) bodies (each physically consistent)."""
-    return np.array([to_log_cholesky(p) for p in np.atleast_2d(pi_links)])
 
 
 def bodies_from_log_cholesky(theta: np.ndarray) -> np.ndarray:

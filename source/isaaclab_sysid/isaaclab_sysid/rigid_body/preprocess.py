@@ -1,4 +1,4 @@
-"""Preprocessing of real logs for least squares (the routine of seed 003, App. D).
+"""Preprocessing of real logs for least squares (the usual routine of inverse-dynamics identification).
 
 1. time-axis correction: drop repeated stamps, check order;
 2. linear interpolation onto an even grid at the raw mean interval;

@@ -123,7 +123,7 @@ def process_run(
 def commanded_trajectory(run: Run, options: PreprocessOptions) -> Processed:
     """The commanded joint trajectory ``q_des`` of a joint_pd run, preprocessed on the same
     grid as :func:`process_run` (filtered, differentiated twice): the instrument of an
-    instrumental-variable estimate (seed 000, L.C.3).
+    instrumental-variable estimate (Janot, Vandanjon and Gautier, IEEE TCST 2014).
 
     Raises:
         ValueError: the run has no joint targets (task_impedance).

@@ -1,9 +1,10 @@
 """Starting values for the CMA-ES replay fit.
 
 - :func:`estimate_delay`: the actuator delay as the lag maximizing the
-  cross-correlation of command and response (seed 000, L.B.4).
+  cross-correlation of command and response.
 - :func:`friction_from_sweeps`: Coulomb and viscous friction of one joint from
-  constant-velocity sweeps in both directions (seed 001; seed 000 WE-L.B.a-b),
+  constant-velocity sweeps in both directions (the classic friction map: one
+  steady speed per sweep, both signs),
   with error bars from the least-squares covariance.
 """
 

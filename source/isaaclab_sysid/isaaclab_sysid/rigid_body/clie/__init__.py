@@ -1,4 +1,7 @@
-"""Closed-loop input-error (CLIE) refinement of the link inertials through the replay (seed 003, Sec. IV-C).
+"""CLIE = closed-loop input error: refine link inertials (and joint friction) by replaying the logged closed loop.
+
+The name says what is compared: the *input* of the arm (the torque its controller commands) in a
+*closed-loop* replay against the logged one, as in DIDIM (Gautier, Janot and Vandanjon, IEEE TCST 2013).
 
 After least squares, the SDP reconstruction and the all-pose audit, the inertial parameters of
 chosen moving bodies (and, jointly, the joints' armature, Coulomb and viscous friction) are
@@ -31,7 +34,7 @@ the input-error RMS of joint j times sqrt(kappa_j), kappa_j the long-run varianc
 autocorrelation (the replay's samples are strongly correlated in time; without kappa they would
 count as independent and outweigh the LS data), re-estimated before each pass (two by default).
 
-The start is the SDP reconstruction (seed 003: CLIE from an arbitrary start can diverge). The
+The start is the SDP reconstruction (from an arbitrary start the closed-loop refinement can diverge). The
 refined set is accepted only when the all-pose audit of M(q) (:func:`isaaclab_sysid.rigid_body.feasibility.audit_mass_matrix`,
 the pipeline's pose set) passes; otherwise the SDP set stands and the reason is reported.
 

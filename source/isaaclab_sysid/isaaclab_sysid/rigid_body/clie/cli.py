@@ -24,7 +24,7 @@ from isaaclab_sysid.rigid_body.options import require, RigidBodyError
 
 @dataclass
 class RefineArgs:
-    """Refine the link inertials (and joint terms) by replaying the measured closed loop (CLIE, seed 003)."""
+    """Refine the link inertials (and joint terms) by replaying the measured closed loop (CLIE: closed-loop input error)."""
 
     rb_params: Path
     """rb_params.json of identify_rigid_body.py --runs (the LS estimate, its covariance, the SDP start)."""

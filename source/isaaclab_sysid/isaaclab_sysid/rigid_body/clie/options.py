@@ -46,10 +46,10 @@ class ClieOptions:
             of budget, is restarted from its end point with a fresh trust region, at most this many
             times per pass.
         fd_step: forward-difference step [log-Cholesky units; relative for the joint terms].
-        ftol: relative cost change that ends a pass (seed 003: 1e-6).
+        ftol: relative cost change that ends a pass (default 1e-6).
         hac_lag_s: Newey-West window of the input-error scores [s].
         clamp_margin: with ``torque_clamp``, samples where a logged |tau| reaches this fraction of the
-            robot's limit are left out (seed 003, App. D-F: 0.98).
+            robot's limit are left out (default 0.98).
         torque_clamp, slew_limit, warmup_ticks: replay options, as the joint fit's.
         audit_grid, audit_uniform, audit_dense, audit_seeds: the all-pose audit of the refined set.
         n_threads: replay threads (None: all cores).

@@ -23,7 +23,7 @@ STAGES = ("URDF", "OLS", "SDP", "CLIE")
 
 @dataclass
 class StageScores:
-    """Every stage scored the same way on the held-out runs (seed 003, Sec. VI-D), per joint, pooled.
+    """Every stage scored the same way on the held-out runs, per joint, pooled.
 
     Attributes:
         torque: stage -> (N,) RMSE of the inverse-dynamics prediction of the LS signal [N m]
