@@ -411,7 +411,9 @@ def predict_current(
     payload_link: str | None = None,
 ) -> np.ndarray:
     """(T, N) motor current [A] of a run: standard parameters ``pi`` (P,) [torque units],
-    plus a payload's 10 parameters ``payload_pi`` (mass first) on ``payload_link``, over ``gains`` (N,)."""
+    plus a payload's 10 parameters ``payload_pi`` (mass first) on ``payload_link``, over ``gains`` (N,).
+
+    Kept without a caller in the pipeline: it is the held-out check of identified gains (docs/rigid_body.md, tests)."""
     cols, _ = payload_link_slice(reg, payload_link)
     return current_from_regressor(reg.matrix(run.q, run.qd, run.qdd), pi, gains, payload_pi, cols)
 
@@ -427,7 +429,8 @@ def fit_payload(
     """(10,) payload parameters (mass given) that best explain ``loaded`` runs' currents
     for a fixed arm model (``pi`` (P,), ``gains`` (N,)): linear LS in current units.
 
-    Used to give a published model without a payload the same payload treatment.
+    Used to give a published model without a payload the same payload treatment (kept for that comparison,
+    docs/rigid_body.md; the pipeline places payloads inside :func:`identify_drive_gains`).
     """
     cols, _ = payload_link_slice(reg, payload.link)
     Y = np.vstack([reg.matrix(r.q, r.qd, r.qdd) for r in loaded])

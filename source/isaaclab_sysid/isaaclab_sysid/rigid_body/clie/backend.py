@@ -20,15 +20,6 @@ from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions, RunRollo
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
 
 
-def _mj_body_pi(model: mujoco.MjModel, body: int) -> np.ndarray:
-    """(10,) Pinocchio parameters of one MuJoCo body's own inertial, in its body frame."""
-    rot = np.zeros(9)
-    mujoco.mju_quat2Mat(rot, model.body_iquat[body])
-    rot = rot.reshape(3, 3)
-    inertia = rot @ np.diag(model.body_inertia[body]) @ rot.T
-    return LinkInertial(float(model.body_mass[body]), np.array(model.body_ipos[body]), inertia).to_pi()
-
-
 @dataclass(frozen=True)
 class BodyFields:
     """MuJoCo inertial fields of the moving bodies for P candidates.
