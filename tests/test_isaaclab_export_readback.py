@@ -27,7 +27,7 @@ FIT = {
 NO_RANGE = "friction[panda_joint7]"  # identifiable but skipped: stays at its fitted value
 
 
-def _payload(delay=(3, 2, 5), fitted=None) -> dict:
+def _dr_record(delay=(3, 2, 5), fitted=None) -> dict:
     fitted = fitted or FIT
     labels = {g: [f"{g}[{j}]" for j in JOINTS] for g in fitted}
     ranges = {}
@@ -58,24 +58,24 @@ def _literals(src: str) -> dict:
 
 
 def test_delay_in_physics_steps_and_a_dt_that_cannot_represent_it_is_refused():
-    lit = _literals(generate_module(_payload(), viscous="independent", physics_dt=0.0005)[0])
+    lit = _literals(generate_module(_dr_record(), viscous="independent", physics_dt=0.0005)[0])
     assert lit["FITTED"]["delay_steps"] == 6 and lit["DELAY_RANGE_STEPS"] == (4, 10)  # 3 ms, [2, 5] ms at 0.5 ms
-    assert _literals(generate_module(_payload(delay=(4, 2, 6)), physics_dt=0.002)[0])["DELAY_RANGE_STEPS"] == (1, 3)
+    assert _literals(generate_module(_dr_record(delay=(4, 2, 6)), physics_dt=0.002)[0])["DELAY_RANGE_STEPS"] == (1, 3)
     with pytest.raises(ValueError, match="cannot represent the delay of 3 ticks"):
-        generate_module(_payload(), physics_dt=0.002)  # 3 ms = 1.5 steps of 2 ms
+        generate_module(_dr_record(), physics_dt=0.002)  # 3 ms = 1.5 steps of 2 ms
 
 
 def test_friction_units_per_physics_backend():
     fitted = {"armature": FIT["armature"], "mu_static": [1.0] * 7, "dynamic_ratio": [0.8] * 7, "viscous": FIT["viscous"]}
-    src, _ = generate_module(_payload(fitted=fitted), viscous="independent", physics="physx")
+    src, _ = generate_module(_dr_record(fitted=fitted), viscous="independent", physics="physx")
     av = _literals(src)["ACTUATOR_VALUES"]
     assert av["friction"]["panda_joint1"] == 1.0 and av["dynamic_friction"]["panda_joint1"] == pytest.approx(0.8)
     assert "PHYSICS = 'physx'" in src
     with pytest.raises(ValueError, match="Newton has one Coulomb level"):
-        generate_module(_payload(fitted=fitted), physics="newton")
+        generate_module(_dr_record(fitted=fitted), physics="newton")
     # one Coulomb level: the same torque on both backends; Newton's actuator gets no dynamic friction
     for physics in ("newton", "physx"):
-        av = _literals(generate_module(_payload(), physics=physics)[0])["ACTUATOR_VALUES"]
+        av = _literals(generate_module(_dr_record(), physics=physics)[0])["ACTUATOR_VALUES"]
         assert av["friction"] == av["dynamic_friction"] == dict(zip(JOINTS, FIT["friction"]))
 
 
@@ -92,7 +92,7 @@ def _module(tmp_path, viscous):
     from isaaclab_sysid.export.check import load_export_module
 
     p = tmp_path / f"sysid_dr_isaaclab_{viscous}.py"
-    p.write_text(generate_module(_payload(), viscous=viscous)[0])
+    p.write_text(generate_module(_dr_record(), viscous=viscous)[0])
     return load_export_module(p)
 
 
@@ -139,7 +139,7 @@ def test_delay_matches_the_fit_at_another_physics_step_and_decimation(robot, tmp
     from isaaclab_sysid.export.check import check_module, load_export_module
 
     p = tmp_path / "sysid_dr_isaaclab_half_ms.py"
-    p.write_text(generate_module(_payload(), viscous="independent", physics_dt=0.0005)[0])
+    p.write_text(generate_module(_dr_record(), viscous="independent", physics_dt=0.0005)[0])
     report = check_module(load_export_module(p), robot, num_envs=16, resets=4, decimation=4, seed=5)
     delay = next(r for r in report.rows if r.label == "delay")
     assert report.sim_dt == 0.0005 and report.delay_ticks == (2.0, 5.0)

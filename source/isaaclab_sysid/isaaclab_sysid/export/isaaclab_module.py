@@ -99,7 +99,7 @@ def friction_term_params(c: float, v: float, rc: tuple[float, float] | None, rv:
 
 
 def delay_steps(delay: Mapping | None, physics_dt: float) -> tuple[int, int, int]:
-    """(fitted, lowest, highest) delay in physics steps of ``physics_dt`` [s] from the payload's ``delay`` (1 ms ticks).
+    """(fitted, lowest, highest) delay in physics steps of ``physics_dt`` [s] from the dr_record's ``delay`` (1 ms ticks).
 
     Raises:
         ValueError: a delay (fitted or a range end) is not a whole number of physics steps.
@@ -127,9 +127,9 @@ def delay_steps(delay: Mapping | None, physics_dt: float) -> tuple[int, int, int
     return steps[0], steps[1], steps[2]
 
 
-def actuator_values(payload: Mapping, physics: str = "newton") -> tuple[dict[str, dict[str, float]], list[str]]:
+def actuator_values(dr_record: Mapping, physics: str = "newton") -> tuple[dict[str, dict[str, float]], list[str]]:
     """Per-joint ``DelayedPDActuatorCfg`` fields (``armature``, ``friction``, ``dynamic_friction``,
-    ``viscous_friction``: joint -> value, SI units) of the payload's fitted values, and warnings.
+    ``viscous_friction``: joint -> value, SI units) of the dr_record's fitted values, and warnings.
 
     ``friction`` is the static (breakaway) Coulomb effort [N m]: the fitted ``friction``
     (one-level model: dynamic = static) or ``mu_static`` (dynamic = ``dynamic_ratio x mu_static``).
@@ -139,8 +139,8 @@ def actuator_values(payload: Mapping, physics: str = "newton") -> tuple[dict[str
     """
     if physics not in PHYSICS:
         raise ValueError(f"physics must be one of {PHYSICS}, got {physics!r}")
-    joints: list[str] = list(payload["joint_names"])
-    fitted = payload["fitted"]
+    joints: list[str] = list(dr_record["joint_names"])
+    fitted = dr_record["fitted"]
     warns: list[str] = []
     per = lambda vals: {j: float(v) for j, v in zip(joints, vals)}  # noqa: E731
     act: dict[str, dict[str, float]] = {}
@@ -164,12 +164,13 @@ def actuator_values(payload: Mapping, physics: str = "newton") -> tuple[dict[str
     return act, warns
 
 
-def generate_module(payload: Mapping, asset_name: str = "robot", viscous: str = "envelope",
+def generate_module(dr_record: Mapping, asset_name: str = "robot", viscous: str = "envelope",
                     physics_dt: float = TICK_S, physics: str = "newton") -> tuple[str, list[str]]:
     """The module's source text and warnings.
 
     Args:
-        payload: the neutral export dict (``joint_names``, ``fitted``, ``intervals``, ``ranges``, ``masses``, ``delay``).
+        dr_record: the neutral export record, i.e. the randomization dict of ``sysid_dr.json`` (``joint_names``,
+            ``fitted``, ``intervals``, ``ranges``, ``masses``, ``delay``); not the grasped part of ``payload/``.
         asset_name: the scene entity name of the arm (``SceneEntityCfg(asset_name)``).
         viscous: ``independent``, ``envelope`` or ``coulomb`` (see module docstring).
         physics_dt: the Isaac Lab task's physics step ``sim.dt`` [s]; every delay (1 ms ticks) must be a
@@ -184,26 +185,26 @@ def generate_module(payload: Mapping, asset_name: str = "robot", viscous: str = 
         raise ValueError(f"viscous must be one of {VISCOUS_MODES}, got {viscous!r}")
     if not (physics_dt > 0 and math.isfinite(physics_dt)):
         raise ValueError(f"physics_dt must be > 0 [s], got {physics_dt!r}")
-    act, warns = actuator_values(payload, physics)
-    delay = delay_steps(payload.get("delay"), physics_dt)
+    act, warns = actuator_values(dr_record, physics)
+    delay = delay_steps(dr_record.get("delay"), physics_dt)
     if physics_dt != TICK_S:
         warns.append(f"delay converted from 1 ms ticks to physics steps of {physics_dt * 1e3:g} ms")
     if viscous == "independent":
-        terms, sampled = _independent_terms(payload, asset_name, act)
+        terms, sampled = _independent_terms(dr_record, asset_name, act)
     else:
-        terms, sampled = _stock_joint_terms(payload, asset_name, viscous, act, warns)
-    mass_terms, mass_sampled = _mass_terms(payload, asset_name)
+        terms, sampled = _stock_joint_terms(dr_record, asset_name, viscous, act, warns)
+    mass_terms, mass_sampled = _mass_terms(dr_record, asset_name)
     terms += mass_terms
     sampled.update(mass_sampled)
     if delay[1] < delay[2]:
         terms.append(("actuator_delay", _delay_term(asset_name)))
         sampled["delay"] = (float(delay[1]), float(delay[2]))
-    outside = [lab for lab, (lo, hi) in sampled.items() if lab in payload["ranges"] and lab != "delay"
-               and not _inside((lo, hi), payload["ranges"][lab])]
+    outside = [lab for lab, (lo, hi) in sampled.items() if lab in dr_record["ranges"] and lab != "delay"
+               and not _inside((lo, hi), dr_record["ranges"][lab])]
     if outside:
         warns.append(f"viscous={viscous}: {len(outside)} randomized number(s) are drawn outside their exported range "
                      f"({', '.join(outside[:4])}{', ...' if len(outside) > 4 else ''}); --viscous independent keeps each inside")
-    return _module_source(payload, asset_name, physics_dt, physics, act, delay, terms, sampled, viscous), warns
+    return _module_source(dr_record, asset_name, physics_dt, physics, act, delay, terms, sampled, viscous), warns
 
 
 def _inside(r: tuple[float, float], ref: Mapping) -> bool:
@@ -211,10 +212,10 @@ def _inside(r: tuple[float, float], ref: Mapping) -> bool:
     return r[0] >= float(ref["lower"]) - tol and r[1] <= float(ref["upper"]) + tol
 
 
-def _ranges_of(payload: Mapping):
-    joints: list[str] = list(payload["joint_names"])
-    keys = payload["labels_per_joint"]  # group -> list of labels in joint order
-    ranges = payload["ranges"]  # label -> {lower, upper, ...}
+def _ranges_of(dr_record: Mapping):
+    joints: list[str] = list(dr_record["joint_names"])
+    keys = dr_record["labels_per_joint"]  # group -> list of labels in joint order
+    ranges = dr_record["ranges"]  # label -> {lower, upper, ...}
 
     def rng_of(group: str, jk: int) -> tuple[str | None, tuple[float, float] | None]:
         lab = keys[group][jk] if group in keys else None
@@ -224,14 +225,14 @@ def _ranges_of(payload: Mapping):
     return joints, rng_of
 
 
-def _friction_group(payload: Mapping) -> str:
-    return "mu_static" if "mu_static" in payload["fitted"] else "friction"
+def _friction_group(dr_record: Mapping) -> str:
+    return "mu_static" if "mu_static" in dr_record["fitted"] else "friction"
 
 
-def _independent_terms(payload: Mapping, asset_name: str, act: Mapping) -> tuple[list[tuple[str, str]], dict]:
+def _independent_terms(dr_record: Mapping, asset_name: str, act: Mapping) -> tuple[list[tuple[str, str]], dict]:
     """One ``randomize_joint_dynamics`` term per joint with a range, and the sampled ranges (= the exported ones)."""
-    joints, rng_of = _ranges_of(payload)
-    fg = _friction_group(payload)
+    joints, rng_of = _ranges_of(dr_record)
+    fg = _friction_group(dr_record)
     terms, sampled = [], {}
     for jk, j in enumerate(joints):
         params: dict[str, str] = {}
@@ -250,11 +251,11 @@ def _independent_terms(payload: Mapping, asset_name: str, act: Mapping) -> tuple
     return terms, sampled
 
 
-def _stock_joint_terms(payload: Mapping, asset_name: str, viscous: str, act: Mapping,
+def _stock_joint_terms(dr_record: Mapping, asset_name: str, viscous: str, act: Mapping,
                        warns: list[str]) -> tuple[list[tuple[str, str]], dict]:
     """One ``randomize_joint_parameters`` term per joint (plus an ``abs`` armature term where scaling cannot work)."""
-    joints, rng_of = _ranges_of(payload)
-    fg = _friction_group(payload)
+    joints, rng_of = _ranges_of(dr_record)
+    fg = _friction_group(dr_record)
     terms: list[tuple[str, str]] = []
     sampled: dict[str, tuple[float, float]] = {}
     for jk, j in enumerate(joints):
@@ -297,11 +298,11 @@ def _stock_joint_terms(payload: Mapping, asset_name: str, viscous: str, act: Map
     return terms, sampled
 
 
-def _mass_terms(payload: Mapping, asset_name: str) -> tuple[list[tuple[str, str]], dict]:
+def _mass_terms(dr_record: Mapping, asset_name: str) -> tuple[list[tuple[str, str]], dict]:
     """One ``randomize_rigid_body_mass`` term per link mass with a range."""
     terms, sampled = [], {}
-    for m in payload.get("masses", []):
-        r = payload["ranges"].get(m["label"])
+    for m in dr_record.get("masses", []):
+        r = dr_record["ranges"].get(m["label"])
         if r is None:
             continue
         lo, hi = max(r["lower"], 1e-6), r["upper"]
@@ -315,15 +316,15 @@ def _mass_terms(payload: Mapping, asset_name: str) -> tuple[list[tuple[str, str]
     return terms, sampled
 
 
-def _module_source(payload: Mapping, asset_name: str, physics_dt: float, physics: str, act: dict,
+def _module_source(dr_record: Mapping, asset_name: str, physics_dt: float, physics: str, act: dict,
                    delay: tuple[int, int, int], terms: list[tuple[str, str]], sampled: dict, viscous: str) -> str:
     """The generated module's text."""
     delay_fit, delay_lo, delay_hi = delay
-    joints = list(payload["joint_names"])
-    ranges = payload["ranges"]
-    doc = (f"Source: {payload.get('source')}\nCreated: {datetime.now().isoformat(timespec='seconds')}\n"
-           f"Interval method: {payload.get('interval_method')} (level {payload.get('level')}); range policy: "
-           f"{payload.get('range_policy')}\nrho (held-out / fit loss): {payload.get('rho')}\n"
+    joints = list(dr_record["joint_names"])
+    ranges = dr_record["ranges"]
+    doc = (f"Source: {dr_record.get('source')}\nCreated: {datetime.now().isoformat(timespec='seconds')}\n"
+           f"Interval method: {dr_record.get('interval_method')} (level {dr_record.get('level')}); range policy: "
+           f"{dr_record.get('range_policy')}\nrho (held-out / fit loss): {dr_record.get('rho')}\n"
            f"Physics: {physics}; joint terms: {viscous}.\n"
            "Units: armature kg m^2, friction N m (a torque, on Newton and on PhysX 5), viscous N m s/rad, delay physics "
            f"steps of sim.dt = {physics_dt * 1e3:g} ms (not env steps), mass kg.\nSee docs/intervals_and_export.md of isaaclab_sysid.")
@@ -338,9 +339,9 @@ def _module_source(payload: Mapping, asset_name: str, physics_dt: float, physics
            f"PHYSICS = {physics!r}",
            f"PHYSICS_DT = {physics_dt!r}",
            "#: fitted values (per joint, joint order of JOINT_NAMES); delay in physics steps",
-           "FITTED = " + pprint.pformat({**{k: list(map(float, v)) for k, v in payload["fitted"].items()}, "delay_steps": delay_fit}, width=110, sort_dicts=False),
+           "FITTED = " + pprint.pformat({**{k: list(map(float, v)) for k, v in dr_record["fitted"].items()}, "delay_steps": delay_fit}, width=110, sort_dicts=False),
            "#: intervals: label -> (lower, upper); None = unbounded (not identifiable)",
-           "INTERVALS = " + pprint.pformat({k: (v["lower"], v["upper"]) for k, v in payload["intervals"].items()}, width=110, sort_dicts=False),
+           "INTERVALS = " + pprint.pformat({k: (v["lower"], v["upper"]) for k, v in dr_record["intervals"].items()}, width=110, sort_dicts=False),
            "#: randomization ranges: label -> (lower, upper) in the label's units",
            "RANGES = " + pprint.pformat({k: (v["lower"], v["upper"]) for k, v in ranges.items()}, width=110, sort_dicts=False),
            "#: what the event terms draw each randomized number from (label -> (lower, upper)); delay in physics steps",
