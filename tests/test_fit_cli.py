@@ -143,9 +143,12 @@ def test_a_fit_whose_best_candidate_diverged_exits_nonzero_and_writes_no_result(
 
     real = problem.make_backend
 
-    class Diverging:
+    from isaaclab_sysid.sim.interface import ReplayBackend
+
+    class Diverging(ReplayBackend):
         def __init__(self, inner):
             self.inner, self.name, self.supported_groups = inner, inner.name, inner.supported_groups
+            self.options = inner.options
 
         def rollout(self, batch, runs, **kw):
             outs = self.inner.rollout(batch, runs, **kw)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isaaclab_sysid.sim.interface import CandidateBatch, RunRollout, check_supported
+from isaaclab_sysid.sim.interface import CandidateBatch, ReplayBackend, ReplayOptions, RunRollout, check_supported
 
 TRUE = {
     "armature": np.array([0.30, 0.25, 0.20, 0.15, 0.05, 0.08, 0.02]),
@@ -19,11 +19,12 @@ TRUE = {
 }
 
 
-class FakeBackend:
+class FakeBackend(ReplayBackend):
     """rollout = recorded states + parameter error x fixed basis signals (no physics)."""
 
     name = "fake"
     supported_groups = frozenset({"armature", "friction", "viscous", "delay"})
+    options = ReplayOptions()
 
     def __init__(self, diverge_friction_above: float | None = None) -> None:
         self.calls = 0

@@ -23,7 +23,7 @@ from isaaclab_sysid.intervals import curvature_intervals, sensitivity
 from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
 from isaaclab_sysid.fit.result import FitResult, SearchDistribution
 from isaaclab_sysid.intervals.cma_cov import cma_intervals
-from isaaclab_sysid.sim.interface import CandidateBatch, RunRollout, check_supported
+from isaaclab_sysid.sim.interface import CandidateBatch, ReplayBackend, ReplayOptions, RunRollout, check_supported
 
 TRUE = {
     "armature": np.array([0.30, 0.25, 0.20, 0.15, 0.05, 0.08, 0.02]),
@@ -34,7 +34,7 @@ TRUE = {
 GROUPS = ("armature", "friction", "viscous")
 
 
-class LinearBackend:
+class LinearBackend(ReplayBackend):
     """q = q_base + sum_params (theta - theta_ref) basis; the delay shifts a fixed signal (quadratic loss in d).
 
     ``dead`` names (group, joint) pairs with a zero basis: unidentifiable.
@@ -42,6 +42,7 @@ class LinearBackend:
 
     name = "linear"
     supported_groups = frozenset({"armature", "friction", "viscous", "delay"})
+    options = ReplayOptions()
 
     def __init__(self, T: int, n_runs: int, dead=(("viscous", 6),), seed: int = 7) -> None:
         rng = np.random.default_rng(seed)

@@ -101,7 +101,7 @@ def static_friction_test(backend: ReplayBackend, space: ParamSpace, x0: np.ndarr
     group, the backend cannot represent ``mu_static``, or the runs are torque runs.
     """
     aug = augmented_space(space)
-    if aug is None or "mu_static" not in getattr(backend, "supported_groups", ()) or any(is_torque_run(r) for r in runs):
+    if aug is None or "mu_static" not in backend.supported_groups or any(is_torque_run(r) for r in runs):
         return None
     dec = space.decode(np.asarray(x0, dtype=float))
     vals = {k: v for k, v in dec.items() if k != "friction"}

@@ -175,7 +175,7 @@ class ReplicaWorker:
         self.backend = recipe.build()
         self._runs: collections.OrderedDict[str, list[Run]] = collections.OrderedDict()
         self.info = WorkerInfo(os.getpid(), socket.gethostname(), ray.get_runtime_context().get_node_id(),
-                               getattr(self.backend, "name", type(self.backend).__name__),
+                               self.backend.name,
                                frozenset(self.backend.supported_groups), environment_fingerprint())
 
     def describe(self) -> WorkerInfo:
@@ -439,7 +439,7 @@ def connect(address: str | None, cpus: int | None = None) -> Any:
     return ray
 
 
-class RayBackend:
+class RayBackend(ReplayBackend):
     """A :class:`~isaaclab_sysid.sim.interface.ReplayBackend` whose rollouts run on Ray workers.
 
     Args:
@@ -453,6 +453,8 @@ class RayBackend:
 
     Attributes:
         name, supported_groups: the workers' backend's (a result names the physics backend, not the cluster).
+        options: the recipe's replay options (the workers' backends replay with them).
+        scores_loss: True: :meth:`loss` scores on the workers.
         events: every fault, in order; stats: counters and the last call's timing.
 
     Raises:
@@ -461,6 +463,7 @@ class RayBackend:
     """
 
     cluster = "ray"
+    scores_loss = True
 
     def __init__(self, recipe: BackendRecipe, *, address: str | None = None, workers: int | None = None,
                  worker_cpus: int = 1, timeout_s: float = 600.0, log: Callable[[str], None] = print) -> None:
@@ -471,6 +474,7 @@ class RayBackend:
         if not timeout_s > 0:
             raise ClusterError(f"--ray_timeout_s must be > 0 [s], got {timeout_s}")
         self.recipe = recipe
+        self.options = recipe.options
         self.worker_cpus = int(worker_cpus)
         self.timeout_s = float(timeout_s)
         self.log = log
@@ -491,12 +495,6 @@ class RayBackend:
                  f"within {self.timeout_s:g} s (--ray_timeout_s) is killed and the slice re-run")
 
     # ---------------------------------------------------------------- workers
-    def windows_of(self, runs: Sequence[Run]) -> list[np.ndarray]:
-        """The shooting windows of each run, as the workers' backends cut them (sim/shooting.py)."""
-        from isaaclab_sysid.sim.shooting import run_windows
-
-        return run_windows(runs, self.recipe.options.window_ticks)
-
     def _pool(self, fresh: bool = False) -> WorkerPool:
         """This backend's pool (reused, or replacing another recipe's), topped up or trimmed to ``target`` workers;
         ``fresh``: also replace a pool whose workers started from sources that have changed since."""

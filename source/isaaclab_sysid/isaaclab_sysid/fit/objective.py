@@ -50,9 +50,9 @@ class ReplayObjective:
         return list(self.backend.rollout(self.space.to_batch(X), self.runs))
 
     def loss(self, X: np.ndarray) -> LossBreakdown:
-        """The loss of P normalized candidates (P, D); a backend whose class scores remotely (``loss``, e.g. the
-        Ray backend, docs/cluster.md) returns the same numbers without sending every state back."""
-        if callable(getattr(type(self.backend), "loss", None)):  # the class's own, not a wrapper's forwarded one
+        """The loss of P normalized candidates (P, D); a backend that scores where it simulates (``scores_loss``,
+        the Ray backend, docs/cluster.md) returns the same numbers without sending every state back."""
+        if self.backend.scores_loss:
             return self.backend.loss(self.space.to_batch(X), self.runs, self.weights, self.traj_weights)
         return total_loss(self.rollouts(X), self.runs, self.weights, self.traj_weights)
 

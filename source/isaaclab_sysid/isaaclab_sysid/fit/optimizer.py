@@ -236,6 +236,6 @@ class CmaesFit:
             traj_weights=np.asarray(self.objective.traj_weights, dtype=float).copy(), loss_weights=self.objective.weights,
             best_diverged=b.diverged,
             iterations=self.state.iteration, evaluations=self.state.evaluations, seed=self.settings.seed,
-            popsize=self.settings.popsize, backend=getattr(self.objective.backend, "name", type(self.objective.backend).__name__),
+            popsize=self.settings.popsize, backend=self.objective.backend.name,
             search=self.search_distribution(), refine=refine,
         )

@@ -118,7 +118,7 @@ def _stand_in(run: Run, ro: RunRollout, k: int) -> Run:
 
 def disturbance_for(backend: ReplayBackend, run: Run, sigma: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """A white torque disturbance of ``sigma`` (N,) [N m] per tick, long enough for ``run`` on ``backend``."""
-    ticks = int(getattr(getattr(backend, "options", None), "warmup_ticks", 50)) + int(run.sample_ticks()[-1]) + 2
+    ticks = int(backend.options.warmup_ticks) + int(run.sample_ticks()[-1]) + 2
     return sigma[None, :] * rng.standard_normal((ticks, sigma.size))
 
 
@@ -216,7 +216,7 @@ def assess_process_noise(backend: ReplayBackend, space: ParamSpace, x0: np.ndarr
     try:
         est = estimate_process_noise(backend, space, x0, runs, sens, weights, traj_weights, seed=seed)
     except TypeError:
-        empty.skipped = f"backend {getattr(backend, 'name', type(backend).__name__)} cannot inject a torque disturbance"
+        empty.skipped = f"backend {backend.name} cannot inject a torque disturbance"
         return empty
     cov = process_noise_covariance(sens, replicate_residuals(backend, space, x0, runs, weights, traj_weights,
                                                              est.sigma_w, est.base, est.white, replicates, seed))

@@ -7,13 +7,14 @@ simulated states at each run's sample instants.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.sim.shooting import run_windows
 
 #: Every parameter group a backend may support (see DESIGN: "Parameters fitted by replay").
 PARAM_GROUPS = ("armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio", "stribeck_velocity")
@@ -113,20 +114,55 @@ class RunRollout:
     extra: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-class ReplayBackend(Protocol):
-    """What the fit needs from a physics backend."""
+class ReplayBackend(abc.ABC):
+    """What the fit, the evaluation and the intervals need from a physics backend: the whole contract.
+
+    Every backend (``MujocoBackend``, ``IsaacLabBackend``, the rigid-body stage's ``InertialBackend``, the Ray
+    backend, the ``StateAgeBackend`` wrapper, the tests' fakes) subclasses this class. Callers use these members
+    as plain attributes: nothing is probed with ``getattr`` and nothing defaults silently.
+
+    Attributes:
+        name: the physics backend's name (``"mujoco"``, ``"isaaclab"``; a wrapper or the Ray backend gives the
+            name of the backend that simulates: a result names the physics, not the transport).
+        supported_groups: the parameter groups (of :data:`PARAM_GROUPS`) this backend can represent; a batch
+            setting another one is refused (:func:`check_supported`).
+        options: the replay semantics this backend replays with (``options.warmup_ticks``, the shooting
+            windows' ``options.window_ticks``, ...).
+        inner: the backend a wrapper delegates to (``StateAgeBackend``); None for a backend that simulates.
+        scores_loss: True when :meth:`loss` scores candidates where they are simulated (the Ray backend: the
+            workers send back losses, not states); False (the default) when the caller scores the rollouts.
+    """
 
     name: str
-    #: parameter groups this backend can represent
     supported_groups: frozenset[str]
+    options: ReplayOptions
+    inner: "ReplayBackend | None" = None
+    scores_loss: bool = False
 
+    @abc.abstractmethod
     def rollout(self, batch: CandidateBatch, runs: Sequence[Run]) -> list[RunRollout]:
         """Replay every run for every candidate; one :class:`RunRollout` per run, in order.
 
         Raises:
             UnsupportedParameterError: ``batch`` sets a group not in ``supported_groups``.
         """
-        ...
+
+    def windows_of(self, runs: Sequence[Run]) -> list[np.ndarray]:
+        """Per run, the (W, 2) shooting windows this backend replays it in (sim/shooting.py: a torque run cut at
+        ``options.window_ticks``, a controller run one window)."""
+        return run_windows(runs, self.options.window_ticks)
+
+    def loss(self, batch: CandidateBatch, runs: Sequence[Run], weights, traj_weights):
+        """The loss breakdown (``fit.loss.LossBreakdown``) of ``batch`` on ``runs``, scored by the backend; only
+        for a backend with ``scores_loss`` True (the others' rollouts are scored by the caller).
+
+        Raises:
+            NotImplementedError: ``scores_loss`` is False.
+        """
+        raise NotImplementedError(f"backend '{self.name}' does not score losses itself (scores_loss is False)")
+
+    def close(self) -> None:
+        """Release what the backend holds (threads, a simulation app, workers); a no-op by default."""
 
 
 def check_supported(batch: CandidateBatch, supported: frozenset[str], backend: str) -> None:

@@ -27,6 +27,7 @@ from isaaclab_sysid.robots.robot import EE_NAME, Robot
 from isaaclab_sysid.sim import native_lib
 from isaaclab_sysid.sim.interface import (
     CandidateBatch,
+    ReplayBackend,
     ReplayOptions,
     RunRollout,
     candidate_arrays,
@@ -71,7 +72,7 @@ def _iptr(a: np.ndarray):
     return a.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
 
 
-class MujocoBackend:
+class MujocoBackend(ReplayBackend):
     """Replay backend on MuJoCo (CPU), implementing :class:`~isaaclab_sysid.sim.interface.ReplayBackend`.
 
     Args:
@@ -249,10 +250,6 @@ class MujocoBackend:
             for f in futures:
                 f.result()
         return outs
-
-    def windows_of(self, runs: Sequence[Run]) -> list[np.ndarray]:
-        """The shooting windows (W, 2) [start, stop) sample indices of each run (one window for a controller run)."""
-        return run_windows(runs, self.options.window_ticks)
 
     def _run_job(self, s: RunSchedule, dist: np.ndarray | None, params: dict, p: int, out: RunRollout,
                  window: tuple[int, int]) -> None:

@@ -79,8 +79,7 @@ def is_torque_run(run) -> bool:
 
 def backend_windows(backend, runs) -> list[np.ndarray | None] | None:
     """Per run, the shooting windows the backend cuts (None for a controller run), or None when no run is a torque
-    run or the backend cannot say (a backend without ``windows_of``)."""
-    win_of = getattr(backend, "windows_of", None)
-    if not callable(win_of) or not any(is_torque_run(r) for r in runs):
+    run (``backend`` is a :class:`~isaaclab_sysid.sim.interface.ReplayBackend`)."""
+    if not any(is_torque_run(r) for r in runs):
         return None
-    return [w if is_torque_run(r) else None for r, w in zip(runs, win_of(runs))]
+    return [w if is_torque_run(r) else None for r, w in zip(runs, backend.windows_of(runs))]

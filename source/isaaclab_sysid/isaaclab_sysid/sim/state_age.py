@@ -82,22 +82,38 @@ class StateAgeModel:
                           tau=ro.tau[:, index[:, 0], :], diverged=np.asarray(ro.diverged, dtype=bool).copy(), extra={})
 
 
-class StateAgeBackend:
+class StateAgeBackend(ReplayBackend):
     """A backend whose rollouts of sub-1 kHz runs are scored at the rows' expected state age (see module docstring).
 
     Args:
         inner: the backend that simulates.
         model: the state-age model of the runs below 1 kHz.
+
+    The contract's members are the inner backend's (``name``, ``supported_groups``, ``options``, the shooting
+    windows, ``close``); it scores no loss itself (``scores_loss`` False: the rows are collapsed here, so a Ray
+    backend inside it sends its states back). Members outside the contract (e.g. ``MujocoBackend.with_command``
+    or the Ray backend's ``stats``) are the inner backend's too.
     """
+
+    scores_loss = False
 
     def __init__(self, inner: ReplayBackend, model: StateAgeModel) -> None:
         self.inner = inner
         self.model = model
-        self.name = getattr(inner, "name", type(inner).__name__)
+        self.name = inner.name
         self.supported_groups = inner.supported_groups
+        self.options = inner.options
 
     def __getattr__(self, attr: str):
         return getattr(self.inner, attr)
+
+    def windows_of(self, runs: Sequence[Run]) -> list[np.ndarray]:
+        """The inner backend's shooting windows of ``runs`` (the rows keep their sample indices)."""
+        return self.inner.windows_of(runs)
+
+    def close(self) -> None:
+        """Close the inner backend."""
+        self.inner.close()
 
     def rollout(self, batch: CandidateBatch, runs: Sequence[Run], **kw) -> list[RunRollout]:
         """Roll out ``batch`` on ``runs``; rows of sub-1 kHz runs hold the state expected at their age."""

@@ -238,7 +238,7 @@ def run_cell(cell: Cell, seed: int = 0, size: StudySize = CI, robot: Robot | Non
             objective.backend, result.space, result.best_x, fit, result.loss_weights, result.traj_weights))
         rep = compute_all(objective.backend, result, fit, [held], n_boot=200)
     finally:
-        getattr(objective.backend, "inner", objective.backend).close()
+        objective.backend.close()
     t_lo, t_hi = truth_interval(cell, result.space)
     value = result.space.decoded_vector(result.best_x)
     rel = {}

@@ -43,6 +43,7 @@ from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import Robot
 from isaaclab_sysid.sim.interface import (
     CandidateBatch,
+    ReplayBackend,
     ReplayOptions,
     RunRollout,
     UnsupportedParameterError,
@@ -66,7 +67,7 @@ from isaaclab_sysid.timebase import TICK_S
 PHYSICS = ("newton", "physx")
 
 
-class IsaacLabBackend:
+class IsaacLabBackend(ReplayBackend):
     """Replay backend on Isaac Lab, implementing :class:`~isaaclab_sysid.sim.interface.ReplayBackend`.
 
     Args:
@@ -199,6 +200,7 @@ class IsaacLabBackend:
         return ReplayProgram(scheds, params, P, E, self.n_dof, self.options, ctl, self._tau_max, self._slew, device)
 
     def close(self) -> None:
+        """Close the scene (the simulation app stays up)."""
         if self._scene is not None:
             self._scene.close()
             self._scene = None
