@@ -44,6 +44,18 @@ def test_result_round_trips_through_its_json_and_keeps_the_franka_tooling_keys(t
     assert back.loss_per_run["other"] == pytest.approx(res.weighted_loss[1] / 2.0)
 
 
+def test_an_older_result_file_with_an_intervals_entry_still_reads(tmp_path):
+    """``FitResult.intervals`` is gone (intervals.json holds the report); a file that carries one still reads."""
+    fit, _ = _fit()
+    res = fit.result()
+    js = res.to_json()
+    js["intervals"] = {"level": 0.95, "selected": "curvature", "sets": {}}
+    (tmp_path / "sysid_best_params.json").write_text(json.dumps(js))
+    back = FitResult.read(tmp_path / "sysid_best_params.json")
+    assert back.to_json() == res.to_json()
+    assert not hasattr(back, "intervals")
+
+
 def test_stages_report_into_one_best_so_far_record():
     fit, runs = _fit()
     cma_best = fit.best.score

@@ -109,7 +109,6 @@ def intervals_for(ctx: FitContext, recompute: bool = False, level: float = 0.95,
             log(f"{path}: its labels do not match the fit's parameters (an older file?); recomputing")
         else:
             log(f"using {path}")
-            ctx.result.intervals = rep
             return rep
     problem = ctx.problem()
     log(f"computing intervals: one batched rollout of the optimum, {2 * ctx.space.dim + 5} finite-difference/delay "
@@ -118,7 +117,6 @@ def intervals_for(ctx: FitContext, recompute: bool = False, level: float = 0.95,
                       source=str(ctx.fit_dir / RESULT_FILE))
     write_intervals(path, rep)
     log(f"wrote {path}")
-    ctx.result.intervals = rep
     return rep
 
 

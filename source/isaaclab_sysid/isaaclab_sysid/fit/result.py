@@ -24,7 +24,6 @@ from isaaclab_sysid.utils.json_io import jsonable, read_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from isaaclab_sysid.evaluate.adequacy import Adequacy
-    from isaaclab_sysid.intervals.combine import IntervalReport
 
 RESULT_FILE = "sysid_best_params.json"
 
@@ -154,7 +153,8 @@ class FitResult:
         convergence: one verdict per search stage that finished, in the order they ran (empty in
             files written before the verdicts existed).
         adequacy: the model-adequacy verdict, once the result has been evaluated.
-        intervals: the interval report, when computed (not part of ``sysid_best_params.json``).
+
+    The interval report is not part of the result: it is ``intervals.json`` (``intervals.combine.IntervalReport``).
     """
 
     space: ParamSpace
@@ -175,7 +175,6 @@ class FitResult:
     refine: RefineSummary | None = None
     convergence: list[StageVerdict] = field(default_factory=list)
     adequacy: "Adequacy | None" = None
-    intervals: "IntervalReport | None" = None
 
     @classmethod
     def from_search(cls, space: ParamSpace, best_x: np.ndarray, best_score: float, **kw) -> "FitResult":
