@@ -110,7 +110,8 @@ def test_fast_strategy_skips_cmaes_from_the_sliding_start_and_resumes(tmp_path):
 def test_fast_strategy_falls_back_to_cmaes_when_its_evidence_says_stuck(tmp_path):
     from isaaclab_sysid.fit.fast_path import FastPathSettings
 
-    problem, _, x0, search = _fast_search(tmp_path, FastPathSettings(max_floor_ratio=0.5))  # no fit can pass 0.5x
+    # no fit can pass 0.5x; without the probe (probe_generations=0) a suspect answer falls back at once
+    problem, _, x0, search = _fast_search(tmp_path, FastPathSettings(max_floor_ratio=0.5, probe_generations=0))
     res = search.run(x0_extra=x0)
     ev = search.state.fast.evidence
     assert ev.stuck and search.fell_back and "white measurement noise" in ev.reasons[0]

@@ -69,9 +69,17 @@ class SearchConfig:
     """Random seed of the optimizer (same seed and runs give the same result)."""
     strategy: Literal["cmaes", "fast"] | None = None
     """Search strategy: fast (the default: the refinement straight from --x0 and the low start with every delay
-    profiled; CMA-ES runs only when the fast path's residual, held-out error or disagreeing starts say it is stuck)
+    profiled; CMA-ES runs only when a short probe around its optimum beats it by --fast_probe_margin)
     or cmaes (CMA-ES generations, then the refinement). Default: fast, or cmaes with --refine_iter 0 (docs/fit.md,
     "Search strategy")."""
+    fast_probe_generations: int = 3
+    """The fast path's probe: CMA-ES generations around its optimum, run when its residual (above 2x the white noise)
+    or disagreeing starts make it suspect; CMA-ES runs only when the probe beats the optimum by --fast_probe_margin
+    (0 = no probe: fall back whenever suspect). Costs generations x --fast_probe_popsize rollouts per fit run."""
+    fast_probe_popsize: int = 16
+    """Candidates per probe generation (--fast_probe_generations)."""
+    fast_probe_margin: float = 0.05
+    """The fraction by which the probe must lower the fast optimum's loss to send the search to CMA-ES."""
 
 
 @dataclass

@@ -29,6 +29,7 @@ from isaaclab_sysid.evaluate.html_report import convergence_figure, run_figures,
 from isaaclab_sysid.evaluate.report import eval_report, fit_sections, write_report
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.fit.fast_path import FastPathSettings
 from isaaclab_sysid.fit.loss import DIVERGENCE_PENALTY
 from isaaclab_sysid.fit.optimizer import CmaesSettings
 from isaaclab_sysid.fit.outputs import new_run_dir, read_config, write_config
@@ -87,7 +88,10 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -> t
     settings = SearchSettings(CmaesSettings(popsize=s.num_envs, max_iter=s.max_iter, sigma0=s.sigma, seed=s.seed,
                                             x0=tuple(x0)),
                               refine_iter=s.refine_iter, delay_neighbours=s.refine_delay_neighbours,
-                              save_interval=args.output.save_interval, quiet=args.output.quiet, strategy=strategy_of(s))
+                              save_interval=args.output.save_interval, quiet=args.output.quiet, strategy=strategy_of(s),
+                              fast=FastPathSettings(probe_generations=s.fast_probe_generations,
+                                                    probe_popsize=s.fast_probe_popsize,
+                                                    probe_margin=s.fast_probe_margin))
     if args.output.resume:
         run_dir = Path(args.output.resume)
         search = Search.resumed(problem, settings, run_dir, log)

@@ -10,8 +10,9 @@ Two strategies (``SearchSettings.strategy``, ``--strategy``):
 * ``cmaes`` (default): CMA-ES generations, then the refinement over the delays.
 * ``fast``: the refinement straight from the start and the ``low`` start with the delay
   profiled (:mod:`~isaaclab_sysid.fit.fast_path`); CMA-ES and a second refinement run only
-  when the fast path's own evidence says it is stuck (residual above the white noise,
-  held-out error above the fit error, disagreeing starts).
+  when a short CMA-ES probe around the fast optimum beats it by a margin (the probe runs
+  only when the residual above the white noise or disagreeing starts make the answer
+  suspect). The search reads only the fit runs: held-out runs are scored after it.
 
 Every stage that finished leaves its convergence verdict (:class:`~isaaclab_sysid.fit.result.StageVerdict`)
 in :attr:`FitResult.convergence` and on the console: a stage that ended on its budget while still
@@ -20,6 +21,7 @@ improving, at its start, or with every step rejected says so, with the flag that
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -39,6 +41,10 @@ from isaaclab_sysid.fit.progress import FitProgress
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, RefineState, refine_line
 from isaaclab_sysid.fit.result import FitResult, StageVerdict
 from isaaclab_sysid.fit.state import FitState
+from isaaclab_sysid.utils.atomic import atomic_write_text
+
+#: the fast path's verdict (its evidence and the probe's cost and answer) in the fit folder
+FAST_PATH_FILE = "fast_path.json"
 
 
 @dataclass(frozen=True)
@@ -111,7 +117,7 @@ class Search:
                 raise FitError(f"{run_dir}: its checkpoints are of a --strategy cmaes fit; resume it with that strategy")
             fs = replace(settings.fast or FastPathSettings(), refine_iter=settings.refine_iter,
                          delay_neighbours=settings.delay_neighbours)
-            self.fast = FastPath(objective, fs, best=best, heldout=p.heldout)
+            self.fast = FastPath(objective, fs, best=best)  # the fit runs only: no held-out run steers the search
             self.state: FitState = FastFitState(self.cmaes.state, best, None if state is None else state.refine,
                                                 **({} if state is None else {"fast": state.fast}))
         else:
@@ -192,6 +198,9 @@ class Search:
                 write_progress(self.run_dir, self.cmaes.state.history, self.cmaes.run_names)  # no generations: header
                 return self.result()
             extra.append(self.state.fast.refine.best().x.copy())  # the fallback can only improve on the fast optimum
+            probe = getattr(self.state.fast.evidence, "probe", None)
+            if probe is not None and probe.best_x:  # and starts from the probe's better basin too
+                extra.append(np.asarray(probe.best_x, dtype=float))
         self.cmaes.run(self._generation)
         self._say(self.cmaes.verdict())
         if self.settings.refine_iter > 0:
@@ -219,5 +228,6 @@ class Search:
                 self.progress.note(evidence_line(fs.evidence))  # carries the convergence warning, if any
             elif not fs.evidence.converged:
                 self.log(f"warning: {fs.evidence.convergence}")
+            atomic_write_text(self.run_dir / FAST_PATH_FILE, json.dumps(fs.evidence.to_dict(), indent=1, default=float))
             self.checkpoint()
         return fs.fell_back
