@@ -34,12 +34,11 @@ os.environ.setdefault("RAY_worker_niceness", "0")  # Ray nices its workers to 15
 import numpy as np  # noqa: E402
 import tyro  # noqa: E402
 
-from isaaclab_sysid.fit.backends import make_backend  # noqa: E402
-from isaaclab_sysid.fit.cluster import shutdown  # noqa: E402
-from isaaclab_sysid.fit.config import ClusterConfig  # noqa: E402
-from isaaclab_sysid.fit.loss import total_loss  # noqa: E402
+from isaaclab_sysid.fit.loss import LossWeights, WeightedLoss, total_loss  # noqa: E402
 from isaaclab_sysid.robots import load_robot  # noqa: E402
+from isaaclab_sysid.sim.factory import RayOptions, make_backend  # noqa: E402
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions  # noqa: E402
+from isaaclab_sysid.sim.ray import shutdown  # noqa: E402
 from isaaclab_sysid.twin.demo import gains  # noqa: E402
 from isaaclab_sysid.twin.recorder import dense_run  # noqa: E402
 from isaaclab_sysid.twin.targets import Q_READY, pose_offsets, skeleton_run, task_targets  # noqa: E402
@@ -100,7 +99,7 @@ def time_backend(label: str, be, runs, args: Args, ref: list | None, losses: boo
     def call(g: int):
         b = population(args.population, g)
         if losses:
-            return be.loss(b, runs) if hasattr(be, "loss") else total_loss(be.rollout(b, runs), runs)
+            return be.loss(b, runs, WeightedLoss(LossWeights())) if be.scores_loss else total_loss(be.rollout(b, runs), runs)
         return be.rollout(b, runs)
 
     t0 = time.perf_counter()
@@ -145,8 +144,7 @@ def main(args: Args) -> None:
                                                            args, refs.get(losses), losses)
             refs.setdefault(losses, out)
     for w in (1, 2):
-        cluster = ClusterConfig(cluster="ray", ray_workers=w)
-        be = make_backend("mujoco", robot, opts, cluster=cluster, log=lambda s: None)
+        be = make_backend("mujoco", robot, opts, ray=RayOptions(workers=w), log=lambda s: None)
         for losses in (True, False):
             what = "losses back" if losses else "states back"
             rows[("ray", w, losses)], _ = time_backend(f"ray {w} worker{'s' * (w > 1)}, {what}", be, runs, args,

@@ -21,7 +21,7 @@ import pytest  # noqa: E402
 from isaaclab_sysid.data import read_run, write_run  # noqa: E402
 from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
 from isaaclab_sysid.fit.errors import FitError  # noqa: E402
-from isaaclab_sysid.fit.loss import LossWeights, total_loss  # noqa: E402
+from isaaclab_sysid.fit.loss import LossWeights, WeightedLoss, total_loss  # noqa: E402
 from isaaclab_sysid.fit.pipeline import run_fit  # noqa: E402
 from isaaclab_sysid.fit.problem import build_backend  # noqa: E402
 from isaaclab_sysid.robots import load_robot  # noqa: E402
@@ -34,7 +34,7 @@ try:
     import ray
     from ray.cluster_utils import Cluster
 
-    from isaaclab_sysid.fit import cluster as fc
+    from isaaclab_sysid.sim import ray as fc
 except ImportError as exc:  # the [ray] extra is optional
     ray = None
     RAY_MISSING = f"ray is not importable ({exc}); install the [ray] extra: pip install -e '.[ray]'"
@@ -154,7 +154,7 @@ def test_rollouts_split_over_workers_equal_local_bit_for_bit(cluster, twin_csvs)
         assert out.q.flags.writeable and be.events == []
         put.append(be.stats.run_bytes)
         # CMA-ES's path: scored on the workers, only the losses come back, the same bits
-        lb, ref = be.loss(batch, [run], LossWeights(), [1.5]), total_loss([local], [run], LossWeights(), [1.5])
+        lb, ref = be.loss(batch, [run], WeightedLoss(LossWeights(), [1.5])), total_loss([local], [run], LossWeights(), [1.5])
         for f in ("total", "contrib", "per_run", "diverged"):
             np.testing.assert_array_equal(getattr(lb, f), getattr(ref, f), err_msg=f"loss {f} with {workers} worker(s)")
         assert be.stats.last_result_bytes < 200 < out.q.nbytes

@@ -1,11 +1,8 @@
-"""The fit's user-facing error."""
+"""The fit's user-facing error: :class:`~isaaclab_sysid.utils.errors.UserError`, defined in utils/ so that the layers
+below fit/ (the Ray backend's ``ClusterError``) raise one that ``except FitError`` catches."""
 
 from __future__ import annotations
 
+from isaaclab_sysid.utils.errors import UserError as FitError
 
-class FitError(Exception):
-    """A user-facing failure: printed as one line, exit status ``code``."""
-
-    def __init__(self, message: str, code: int = 2) -> None:
-        super().__init__(message)
-        self.code = code
+__all__ = ["FitError"]

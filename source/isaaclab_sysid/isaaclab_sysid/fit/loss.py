@@ -96,3 +96,24 @@ def total_loss(
     contrib = tw[:, None] * per
     return LossBreakdown(total=contrib.sum(axis=0), contrib=contrib, per_run=per, diverged=np.any(np.stack(div), axis=0))
 
+
+
+@dataclass(frozen=True)
+class WeightedLoss:
+    """:func:`total_loss` with fixed weights as a picklable function of (rollouts, runs): the
+    :class:`~isaaclab_sysid.sim.interface.LossScore` a backend that scores where it simulates (the Ray backend's
+    workers) runs on each slice of candidates; :meth:`join` puts the slices' breakdowns back in candidate order."""
+
+    weights: LossWeights
+    traj_weights: Sequence[float] | None = None
+
+    def __call__(self, rollouts: Sequence[RunRollout], runs: Sequence[Run]) -> LossBreakdown:
+        return total_loss(rollouts, runs, self.weights, self.traj_weights)
+
+    @staticmethod
+    def join(parts: Sequence[LossBreakdown]) -> LossBreakdown:
+        """The slices' loss breakdowns joined in candidate order."""
+        return LossBreakdown(total=np.concatenate([p.total for p in parts]),
+                             contrib=np.concatenate([p.contrib for p in parts], axis=1),
+                             per_run=np.concatenate([p.per_run for p in parts], axis=1),
+                             diverged=np.concatenate([p.diverged for p in parts]))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossBreakdown, LossWeights, run_weights, total_loss
+from isaaclab_sysid.fit.loss import LossBreakdown, LossWeights, WeightedLoss, run_weights, total_loss
 from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.fit.residuals import stacked_residuals, weighted_residuals
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
@@ -53,7 +53,7 @@ class ReplayObjective:
         """The loss of P normalized candidates (P, D); a backend that scores where it simulates (``scores_loss``,
         the Ray backend, docs/cluster.md) returns the same numbers without sending every state back."""
         if self.backend.scores_loss:
-            return self.backend.loss(self.space.to_batch(X), self.runs, self.weights, self.traj_weights)
+            return self.backend.loss(self.space.to_batch(X), self.runs, WeightedLoss(self.weights, self.traj_weights))
         return total_loss(self.rollouts(X), self.runs, self.weights, self.traj_weights)
 
     def residuals(self, X: np.ndarray) -> tuple[np.ndarray, LossBreakdown]:

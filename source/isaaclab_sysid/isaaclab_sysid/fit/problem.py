@@ -17,8 +17,7 @@ import numpy as np
 
 from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.backends import BackendUnavailableError, make_backend
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.fit.config import ClusterConfig, FitArgs
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.objective import ReplayObjective
@@ -28,6 +27,7 @@ from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 from isaaclab_sysid.fit import torque_replay
 from isaaclab_sysid.fit.state_age_source import resolve_state_age
 from isaaclab_sysid.robots import Robot, load_robot
+from isaaclab_sysid.sim.factory import BackendUnavailableError, RayOptions, make_backend
 from isaaclab_sysid.sim.interface import ReplayBackend, ReplayOptions
 from isaaclab_sysid.sim.state_age import StateAgeBackend, StateAgeModel
 
@@ -212,6 +212,22 @@ def nominal_file(spec: str) -> str:
     return spec
 
 
+def ray_options(cluster: ClusterConfig) -> RayOptions | None:
+    """``--cluster``/``--ray_*`` as the factory's :class:`~isaaclab_sysid.sim.factory.RayOptions` (None: local).
+
+    Raises:
+        FitError: ``--ray_address``/``--ray_workers`` given without ``--cluster ray``.
+    """
+    if cluster.cluster == "ray":
+        return RayOptions(address=cluster.ray_address, workers=cluster.ray_workers, worker_cpus=cluster.ray_worker_cpus,
+                          timeout_s=cluster.ray_timeout_s)
+    flags = (("--ray_address", cluster.ray_address), ("--ray_workers", cluster.ray_workers))
+    given = [f for f, v in flags if v is not None]
+    if given:
+        raise FitError(f"{', '.join(given)} given but --cluster is {cluster.cluster}; add --cluster ray")
+    return None
+
+
 def build_backend(args: FitArgs, robot: Robot, log: Callable[[str], None] = print) -> ReplayBackend:
     """The replay backend of ``--backend`` for ``robot``, in this process or on Ray workers (``--cluster``)."""
     r = args.replay
@@ -223,7 +239,8 @@ def build_backend(args: FitArgs, robot: Robot, log: Callable[[str], None] = prin
     try:
         age = args.runs.state_age_ms
         wrap = partial(StateAgeBackend, model=StateAgeModel(int(age))) if age else None  # on each Ray worker too
-        return make_backend(r.backend, robot, options, cluster=args.cluster, wrap=wrap, log=log, device=r.device, **kw)
+        return make_backend(r.backend, robot, options, ray=ray_options(args.cluster), wrap=wrap, log=log,
+                            device=r.device, **kw)
     except BackendUnavailableError as exc:
         raise FitError(str(exc), code=3) from None
     except ValueError as exc:

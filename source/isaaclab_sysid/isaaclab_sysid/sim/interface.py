@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -114,6 +115,16 @@ class RunRollout:
     extra: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+class LossScore(Protocol):
+    """A loss as a picklable function of (rollouts, runs), for a backend that scores where it simulates (the Ray
+    backend's workers; ``fit.loss.WeightedLoss`` is the fit's): called on each slice of candidates, the slices'
+    results joined in candidate order by :meth:`join`."""
+
+    def __call__(self, rollouts: list[RunRollout], runs: Sequence[Run]) -> Any: ...
+
+    def join(self, parts: Sequence[Any]) -> Any: ...
+
+
 class ReplayBackend(abc.ABC):
     """What the fit, the evaluation and the intervals need from a physics backend: the whole contract.
 
@@ -152,9 +163,9 @@ class ReplayBackend(abc.ABC):
         ``options.window_ticks``, a controller run one window)."""
         return run_windows(runs, self.options.window_ticks)
 
-    def loss(self, batch: CandidateBatch, runs: Sequence[Run], weights, traj_weights):
-        """The loss breakdown (``fit.loss.LossBreakdown``) of ``batch`` on ``runs``, scored by the backend; only
-        for a backend with ``scores_loss`` True (the others' rollouts are scored by the caller).
+    def loss(self, batch: CandidateBatch, runs: Sequence[Run], score: LossScore) -> Any:
+        """``score`` of the rollouts of ``batch`` on ``runs``, computed where they are simulated; only for a backend
+        with ``scores_loss`` True (the others' rollouts are scored by the caller).
 
         Raises:
             NotImplementedError: ``scores_loss`` is False.

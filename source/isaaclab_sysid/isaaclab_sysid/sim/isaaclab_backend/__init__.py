@@ -1,7 +1,7 @@
 """The Isaac Lab replay backend (Newton on CPU or GPU; PhysX where Isaac Sim is installed).
 
 Importing this package needs the ``[isaaclab]`` extra (torch, isaaclab, urdf-usd-converter);
-``isaaclab_sysid.fit.backends.make_backend("isaaclab", ...)`` turns a missing extra
+``isaaclab_sysid.sim.factory.make_backend("isaaclab", ...)`` turns a missing extra
 into a clear error. See docs/backends.md.
 """
 

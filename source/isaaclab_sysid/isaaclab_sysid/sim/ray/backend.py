@@ -26,192 +26,32 @@ checkpoint resumes the fit, ``--resume``).
 from __future__ import annotations
 
 import collections
-import dataclasses
 import hashlib
-import os
 import pickle
-import platform
-import socket
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.errors import FitError
-from isaaclab_sysid.fit.loss import LossBreakdown, LossWeights, run_weights, total_loss
-from isaaclab_sysid.robots.config import RobotConfig
-from isaaclab_sysid.robots.overrides import LinkInertial
-from isaaclab_sysid.robots.robot import Robot
-from isaaclab_sysid.sim.interface import CandidateBatch, ReplayBackend, ReplayOptions, RunRollout, check_supported
+from isaaclab_sysid.sim.interface import CandidateBatch, LossScore, ReplayBackend, RunRollout, check_supported
+from isaaclab_sysid.sim.ray.errors import ClusterError, ClusterLostError
+from isaaclab_sysid.sim.ray.recipe import BackendRecipe
+from isaaclab_sysid.sim.ray.workers import (
+    WorkerInfo,
+    WorkerPool,
+    _Worker,
+    connect,
+    current_pool,
+    pool_for,
+    release_pool,
+)
+from isaaclab_sysid.sim.ray.workers import short_error as _short
 
 #: workers a slice may fail on (death or timeout) before the fit stops
 MAX_ATTEMPTS = 3
-#: run sets each worker (and the driver's object store) keeps
-RUN_CACHE = 8
-#: exit status of a fit stopped by the cluster
-CLUSTER_EXIT_CODE = 4
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-#: the package folders whose sources decide a rollout's bits (hashed into every worker's fingerprint)
-ROLLOUT_SOURCES = ("sim", "robots")
-
-
-class ClusterError(FitError):
-    """The cluster cannot evaluate a batch: workers fail to start or differ from this machine, a slice keeps failing."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, code=CLUSTER_EXIT_CODE)
-
-
-class ClusterLostError(ClusterError):
-    """No worker is left and none can be started: the fit stops; its newest checkpoint resumes it."""
-
-
-def import_ray(private: bool = False):
-    """The ``ray`` module; ``private``: first make a Ray instance started here bind loopback only.
-
-    Raises:
-        ImportError: ray is not installed (the ``[ray]`` extra).
-    """
-    import sys
-
-    if private and "ray" not in sys.modules:
-        # Ray's single-machine mode keeps every server on 127.0.0.1 (read once, at import)
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    import ray
-
-    return ray
-
-
-# ------------------------------------------------------------------ what travels to a worker
-def environment_fingerprint() -> dict[str, str]:
-    """What must match on every machine for bit-identical rollouts: Python, numpy, mujoco and the sources
-    that compute a rollout (this package's ``sim/`` and ``robots/``: replay semantics, the C loop, the model)."""
-    import mujoco
-
-    h = hashlib.sha1()
-    for sub in ROLLOUT_SOURCES:
-        for p in sorted((PACKAGE_ROOT / sub).rglob("*")):
-            if p.suffix in (".py", ".c", ".h") and "__pycache__" not in p.parts:
-                h.update(str(p.relative_to(PACKAGE_ROOT)).encode())
-                h.update(p.read_bytes())
-    return {"python": platform.python_version(), "machine": platform.machine(), "numpy": np.__version__,
-            "mujoco": mujoco.__version__, "rollout sources (sim/, robots/)": h.hexdigest()[:16]}
-
-
-@dataclass(frozen=True)
-class BackendRecipe:
-    """Everything a worker needs to build its backend (pickled to every worker once).
-
-    Attributes:
-        backend: the backend name of :func:`isaaclab_sysid.fit.backends.make_backend`.
-        config: the robot config; ``urdf``: its URDF file's bytes (a worker whose
-            machine lacks that file, or holds another, writes these to a private file).
-        link_inertials: the robot's inertial overrides (``--nominal``).
-        options: the replay options.
-        kwargs: the backend constructor's keyword arguments.
-        wrap: applied to the built backend on the worker (e.g. the state-age model), or None.
-    """
-
-    backend: str
-    config: RobotConfig
-    urdf: bytes
-    link_inertials: dict[str, LinkInertial]
-    options: ReplayOptions
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    wrap: Callable[[ReplayBackend], ReplayBackend] | None = None
-
-    @classmethod
-    def of(cls, backend: str, robot: Robot, options: ReplayOptions, wrap: Callable | None = None,
-           **kwargs: Any) -> "BackendRecipe":
-        return cls(backend, robot.config, Path(robot.config.urdf_path).read_bytes(), dict(robot.link_inertials),
-                   options, dict(kwargs), wrap)
-
-    def robot(self) -> Robot:
-        """The robot on this machine (its URDF written to a private folder if the local file is missing or differs)."""
-        cfg = self.config
-        path = Path(cfg.urdf_path)
-        if not (path.is_file() and path.read_bytes() == self.urdf):
-            local = Path(tempfile.mkdtemp(prefix="sysid_ray_worker_")) / path.name
-            local.write_bytes(self.urdf)
-            cfg = dataclasses.replace(cfg, urdf_path=local)
-        return Robot(cfg, dict(self.link_inertials))
-
-    def build(self) -> ReplayBackend:
-        """The backend (on a worker)."""
-        from isaaclab_sysid.fit.backends import make_backend
-
-        be = make_backend(self.backend, self.robot(), self.options, **self.kwargs)
-        return self.wrap(be) if self.wrap is not None else be
-
-
-@dataclass(frozen=True)
-class WorkerInfo:
-    """One worker as it reported itself when it started."""
-
-    pid: int
-    host: str
-    node_id: str
-    backend: str
-    supported_groups: frozenset[str]
-    fingerprint: dict[str, str]
-
-    @property
-    def label(self) -> str:
-        return f"{self.pid}@{self.host}"
-
-
-class ReplicaWorker:
-    """The Ray actor: one backend, built once, and the run sets it was sent (keyed by content digest)."""
-
-    def __init__(self, recipe: BackendRecipe) -> None:
-        import ray
-
-        self.backend = recipe.build()
-        self._runs: collections.OrderedDict[str, list[Run]] = collections.OrderedDict()
-        self.info = WorkerInfo(os.getpid(), socket.gethostname(), ray.get_runtime_context().get_node_id(),
-                               self.backend.name,
-                               frozenset(self.backend.supported_groups), environment_fingerprint())
-
-    def describe(self) -> WorkerInfo:
-        return self.info
-
-    def rollout(self, key: str, runs_box: list, batch: CandidateBatch,
-                disturbance: list | None = None) -> tuple[list[RunRollout], float]:
-        """Roll ``batch`` out on the run set ``key`` (fetched once from ``runs_box[0]``); the rollouts and [s].
-        ``disturbance``: per run, a torque added every tick (the MuJoCo backend's; intervals/process_noise.py)."""
-        runs = self._run_set(key, runs_box)
-        t0 = time.perf_counter()
-        kw = {} if disturbance is None else {"disturbance": disturbance}
-        out = list(self.backend.rollout(batch, runs, **kw))
-        return out, time.perf_counter() - t0
-
-    def loss(self, key: str, runs_box: list, batch: CandidateBatch, weights: LossWeights,
-             traj_weights: np.ndarray) -> tuple[LossBreakdown, float]:
-        """The loss of ``batch`` on the run set ``key``, scored here; and the rollout's time [s]."""
-        runs = self._run_set(key, runs_box)
-        t0 = time.perf_counter()
-        out = list(self.backend.rollout(batch, runs))
-        secs = time.perf_counter() - t0
-        return total_loss(out, runs, weights, traj_weights), secs
-
-    def _run_set(self, key: str, runs_box: list) -> list[Run]:
-        import ray
-
-        runs = self._runs.get(key)
-        if runs is None:
-            runs = ray.get(runs_box[0])
-            self._runs[key] = runs
-            while len(self._runs) > RUN_CACHE:
-                self._runs.popitem(last=False)
-        else:
-            self._runs.move_to_end(key)
-        return runs
 
 
 # ------------------------------------------------------------------ driver side
@@ -267,27 +107,6 @@ class ClusterStats:
     last_result_bytes: int = 0
 
 
-@dataclass
-class _Worker:
-    actor: Any
-    started: float
-    info: WorkerInfo | None = None
-    ready_ref: Any = None
-    #: (first, stop) candidates it is replaying now, or None
-    slice: tuple[int, int] | None = None
-
-
-def runs_digest(runs: Sequence[Run]) -> str:
-    """A content digest of a run set (every field and array byte): the key the workers cache it under."""
-    h = hashlib.sha1()
-    for r in runs:
-        bufs: list[pickle.PickleBuffer] = []
-        h.update(pickle.dumps(r, protocol=5, buffer_callback=bufs.append))
-        for b in bufs:
-            h.update(b.raw())
-    return h.hexdigest()
-
-
 def slice_edges(p_count: int, n_slices: int) -> list[tuple[int, int]]:
     """``n_slices`` contiguous, near-equal candidate ranges (first, stop) covering ``0..p_count``."""
     n = max(1, min(p_count, n_slices))
@@ -306,137 +125,12 @@ def concat_rollouts(parts: Sequence[Sequence[RunRollout]]) -> list[RunRollout]:
     return out
 
 
-def concat_losses(parts: Sequence[LossBreakdown]) -> LossBreakdown:
-    """The slices' loss breakdowns joined in candidate order."""
-    return LossBreakdown(total=np.concatenate([p.total for p in parts]),
-                         contrib=np.concatenate([p.contrib for p in parts], axis=1),
-                         per_run=np.concatenate([p.per_run for p in parts], axis=1),
-                         diverged=np.concatenate([p.diverged for p in parts]))
-
-
 def _nbytes(rollouts: Sequence[RunRollout]) -> int:
     n = 0
     for r in rollouts:
         n += r.q.nbytes + r.dq.nbytes + r.ee_pos.nbytes + r.ee_quat.nbytes + r.tau.nbytes + r.diverged.nbytes
         n += sum(v.nbytes for v in r.extra.values())
     return n
-
-
-class WorkerPool:
-    """The Ray workers of one recipe in this process, and the run sets put into the object store for them.
-
-    A process keeps at most one pool (:func:`current_pool`): a backend with the same
-    recipe reuses its workers (no start-up cost), one with another recipe replaces it.
-    """
-
-    def __init__(self, ray: Any, recipe: BackendRecipe, key: str, worker_cpus: int) -> None:
-        self.ray = ray
-        self.recipe = recipe
-        self.key = key
-        self.worker_cpus = worker_cpus
-        self.workers: list[_Worker] = []
-        self.runs_cache: collections.OrderedDict[str, Any] = collections.OrderedDict()
-        self.fingerprint = environment_fingerprint()
-        self._actor_cls = ray.remote(ReplicaWorker).options(num_cpus=worker_cpus, max_restarts=0, max_task_retries=0,
-                                                           scheduling_strategy="SPREAD")
-
-    @property
-    def ready(self) -> list[_Worker]:
-        return [w for w in self.workers if w.info is not None]
-
-    def busy(self) -> list[tuple[WorkerInfo, tuple[int, int]]]:
-        """The workers replaying a slice now, with its (first, stop) candidate range."""
-        return [(w.info, w.slice) for w in list(self.workers) if w.info is not None and w.slice is not None]
-
-    def spawn(self) -> _Worker:
-        """Start one worker (it builds its backend; ``ready_ref`` answers when it is up)."""
-        w = _Worker(self._actor_cls.remote(self.recipe), time.monotonic())
-        w.ready_ref = w.actor.describe.remote()
-        self.workers.append(w)
-        return w
-
-    def drop(self, w: _Worker, kill: bool = True) -> None:
-        if w in self.workers:
-            self.workers.remove(w)
-        if kill:
-            try:
-                self.ray.kill(w.actor, no_restart=True)
-            except (self.ray.exceptions.RayError, ValueError):  # already gone: nothing left to kill
-                pass
-
-    def check(self, info: WorkerInfo) -> None:
-        """Refuse a worker whose installation differs from this machine's (see :func:`environment_fingerprint`)."""
-        diff = [f"{k} {info.fingerprint.get(k)} (here {v})" for k, v in self.fingerprint.items()
-                if info.fingerprint.get(k) != v]
-        if diff:
-            raise ClusterError(f"Ray worker {info.label} differs from this machine in {', '.join(diff)}: bit-identical "
-                               "results need the same installation on every machine (docs/cluster.md)")
-
-    def kill_all(self) -> None:
-        for w in list(self.workers):
-            self.drop(w)
-        self.runs_cache.clear()
-
-    def put_runs(self, runs: Sequence[Run]) -> tuple[str, list, int]:
-        """The run set's key and a box holding its object reference (put once); the bytes put now (0 if cached)."""
-        key = runs_digest(runs)
-        ref = self.runs_cache.get(key)
-        added = 0
-        if ref is None:
-            ref = self.ray.put(list(runs))
-            self.runs_cache[key] = ref
-            added = sum(v.nbytes for r in runs for v in vars(r).values() if isinstance(v, np.ndarray))
-            while len(self.runs_cache) > RUN_CACHE:
-                self.runs_cache.popitem(last=False)
-        else:
-            self.runs_cache.move_to_end(key)
-        return key, [ref], added
-
-
-_POOL: WorkerPool | None = None
-_OWNS_RAY = False
-
-
-def current_pool() -> WorkerPool | None:
-    """The worker pool this process holds (None when it holds none)."""
-    return _POOL
-
-
-def shutdown() -> None:
-    """Kill this process's Ray workers and stop the private Ray instance it started (if any)."""
-    global _POOL, _OWNS_RAY
-    if _POOL is not None:
-        _POOL.kill_all()
-        _POOL = None
-    if _OWNS_RAY:
-        import ray
-
-        ray.shutdown()
-        _OWNS_RAY = False
-
-
-def connect(address: str | None, cpus: int | None = None) -> Any:
-    """The ``ray`` module, connected: a process that called ``ray.init`` keeps its connection; else join
-    ``address`` or start a private single-machine instance with ``cpus`` CPUs (default: all), loopback only.
-
-    Raises:
-        ClusterError: the cluster at ``address`` cannot be joined.
-    """
-    global _OWNS_RAY
-    ray = import_ray(private=address is None)
-    if ray.is_initialized():
-        return ray
-    try:
-        if address is None:
-            ray.init(address="local", num_cpus=max(cpus or 0, os.cpu_count() or 1), include_dashboard=False,
-                     _node_ip_address="127.0.0.1", configure_logging=False)
-        else:
-            ray.init(address=address, configure_logging=False)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ClusterError(f"--ray_address {address}: cannot join the Ray cluster ({_short(exc)}); start it with "
-                           "`ray start --head` (docs/cluster.md)") from None
-    _OWNS_RAY = True
-    return ray
 
 
 class RayBackend(ReplayBackend):
@@ -498,12 +192,7 @@ class RayBackend(ReplayBackend):
     def _pool(self, fresh: bool = False) -> WorkerPool:
         """This backend's pool (reused, or replacing another recipe's), topped up or trimmed to ``target`` workers;
         ``fresh``: also replace a pool whose workers started from sources that have changed since."""
-        global _POOL
-        if _POOL is None or _POOL.key != self._key or (fresh and _POOL.fingerprint != environment_fingerprint()):
-            if _POOL is not None:
-                _POOL.kill_all()
-            _POOL = WorkerPool(self._ray, self.recipe, self._key, self.worker_cpus)
-        pool = _POOL
+        pool = pool_for(self._ray, self.recipe, self._key, self.worker_cpus, fresh)
         while len(pool.workers) < self.target:
             pool.spawn()
             self.stats.workers_started += 1
@@ -572,17 +261,15 @@ class RayBackend(ReplayBackend):
         self._account(_nbytes(gathered))
         return gathered
 
-    def loss(self, batch: CandidateBatch, runs: Sequence[Run], weights: LossWeights = LossWeights(),
-             traj_weights: Sequence[float] | None = None) -> LossBreakdown:
+    def loss(self, batch: CandidateBatch, runs: Sequence[Run], score: LossScore) -> Any:
         """:func:`~isaaclab_sysid.fit.loss.total_loss` of every candidate, scored on the workers: only the
         losses travel back (P x R numbers instead of every state), the same bits as scoring here.
 
         Raises:
             the same as :meth:`rollout`.
         """
-        tw = run_weights(traj_weights, len(runs))
-        gathered = concat_losses(self._scatter(batch, runs, "loss", weights, tw))
-        self._account(sum(a.nbytes for a in (gathered.total, gathered.contrib, gathered.per_run, gathered.diverged)))
+        gathered = score.join(self._scatter(batch, runs, "loss", score))
+        self._account(sum(a.nbytes for a in vars(gathered).values() if isinstance(a, np.ndarray)))
         return gathered
 
     def _account(self, nbytes: int) -> None:
@@ -734,34 +421,6 @@ class RayBackend(ReplayBackend):
 
     def close(self) -> None:
         """Kill this backend's workers (the Ray instance stays up; :func:`shutdown` stops a private one)."""
-        global _POOL
-        if _POOL is not None and _POOL.key == self._key:
-            _POOL.kill_all()
-            _POOL = None
+        release_pool(self._key)
 
 
-def _short(exc: BaseException) -> str:
-    """The first line of a Ray error (they carry whole remote tracebacks)."""
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]
-
-
-__all__ = [
-    "MAX_ATTEMPTS",
-    "BackendRecipe",
-    "ClusterError",
-    "ClusterEvent",
-    "ClusterLostError",
-    "ClusterStats",
-    "RayBackend",
-    "WorkerInfo",
-    "concat_losses",
-    "concat_rollouts",
-    "environment_fingerprint",
-    "WorkerPool",
-    "connect",
-    "current_pool",
-    "shutdown",
-    "runs_digest",
-    "slice_edges",
-]
