@@ -132,3 +132,15 @@ def test_bar_only_where_print_goes_to_a_terminal(monkeypatch):
         p.generation(GenerationRecord(g, 6 * g, 1.0, 2.0, 1.0, 0.2, 0, 6, [0.5, 0.5], 1.0), ["a", "b"])
     assert not p.bar.started and len(lines) == 2 and lines[0].startswith("[gen 1/2 1.0s, ~1.0s left]")
     p.close()
+
+
+def test_refine_line_says_which_start_each_track_came_from():
+    from isaaclab_sysid.fit.progress import FitProgress
+
+    rec = {"iteration": 1, "best": 1e-3, "evaluations": 12, "tracks": [
+        {"start": "x0", "delay": 2, "loss": 1e-3, "active": True},
+        {"start": "low", "delay": 2, "loss": 2e-3, "active": False}]}
+    line = FitProgress(lambda s: None, 3, 5, bar=False).refine_line(rec)
+    assert "x0 (delay 2): 1.000e-03" in line and "low (delay 2): 2.000e-03 (done)" in line
+    old = {**rec, "tracks": [{k: v for k, v in t.items() if k != "start"} for t in rec["tracks"]]}  # older records
+    assert "delay 2: 1.000e-03" in FitProgress(lambda s: None, 3, 5, bar=False).refine_line(old)

@@ -46,6 +46,14 @@ def fmt_duration(s: float) -> str:
     return f"{h}h{m:02d}m"
 
 
+def track_label(t: dict) -> str:
+    """``"<start> (delay <d>): "`` of a track record: which start it came from and its delay ("" when neither)."""
+    start, delay = t.get("start") or "", f"delay {t['delay']}" if t.get("delay") is not None else ""
+    if start and delay:
+        return f"{start} ({delay}): "
+    return f"{start or delay}: " if start or delay else ""
+
+
 def fit_line(head: str, parts: Sequence[str], optional: Sequence[tuple[str, Sequence[str]]] = (),
              width: int = MAX_WIDTH) -> str:
     """``head`` + `` | ``-joined ``parts``, then each optional ``(label, items)`` with as many items as fit in
@@ -199,7 +207,7 @@ class FitProgress:
         """The line of a refinement iteration (the record :meth:`LMRefiner.step` returns)."""
         it, phase, phases, left, _ = self._refine_budget(record)
         head = f"[refine {it:2d} ph {phase}/{phases} (<={self.refine_iter}/ph) {self._clock('refine', it, left, True)}]"
-        tracks = [(f"delay {t['delay']}: " if t.get("delay") is not None else "") + f"{t['loss']:.3e}"
+        tracks = [track_label(t) + f"{t['loss']:.3e}"
                   + ("" if t["active"] else " (done)") for t in record["tracks"]]
         return fit_line(head, [f"best {record['best']:.4e}", f"{record['evaluations']} rollouts"],
                         [("tracks:", tracks), ("at bound:", _hits(hits))])

@@ -52,6 +52,7 @@ from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.jacobian import stencil
 from isaaclab_sysid.fit.loss import LossBreakdown
 from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.fit.progress import track_label
 from isaaclab_sysid.fit.result import RefineSummary, RefineTrackSummary, StageVerdict
 
 #: Damping multipliers tried in one batch every iteration.
@@ -93,6 +94,8 @@ class RefineTrack:
     lam: float
     active: bool = True
     delay: int | None = None
+    #: which start the track came from (the progress line's label): the caller's name for it, or "start k"
+    start: str = ""
     #: why the track stopped: rtol, rejected (damping cap), budget, diverged, pruned ("" while active)
     stop: str = ""
     #: accepted steps so far; relative loss decrease of the last accepted step; rejections since it
@@ -148,30 +151,37 @@ class LMRefiner:
     def _track_at(self, x: np.ndarray, delay: int | None) -> np.ndarray:
         return self.space.with_delay(x, delay)
 
-    def _new_tracks(self, starts: list[np.ndarray], delays: list[int | None]) -> list[RefineTrack]:
+    def _new_tracks(self, starts: list[np.ndarray], delays: list[int | None],
+                    labels: Sequence[str] = ()) -> list[RefineTrack]:
         _, lb = self._evaluate(np.array(starts))
+        labels = list(labels) or [""] * len(starts)
         return [
             RefineTrack(x=s, loss=float(lb.total[i]), contrib=lb.contrib[:, i].copy(), lam=self.settings.lambda0,
-                        active=not bool(lb.diverged[i]), delay=d, stop="diverged" if lb.diverged[i] else "")
+                        active=not bool(lb.diverged[i]), delay=d, stop="diverged" if lb.diverged[i] else "",
+                        start=labels[i])
             for i, (s, d) in enumerate(zip(starts, delays))
         ]
 
-    def start(self, x_best: np.ndarray, extra_starts: Sequence[np.ndarray] = ()) -> RefineState:
+    def start(self, x_best: np.ndarray, extra_starts: Sequence[np.ndarray] = (),
+              labels: Sequence[str] = ()) -> RefineState:
         """Phase 1: a track at ``x_best`` (its delay) and one at each extra start; evaluates them once.
+
+        ``labels`` name the starts (``x_best`` first) in the progress lines; unnamed ones are "start k".
 
         An extra start guards against the sticking plateau: where CMA-ES ended with a
         joint's friction high enough to hold it still, that joint's parameters have
         zero local sensitivity and no local method moves them; a track from the
         sliding-regime start (the fit's ``--x0 low``) does not share that plateau.
         """
-        starts, delays = [], []
-        for x in [x_best, *extra_starts]:
+        starts, delays, names = [], [], []
+        for k, x in enumerate([x_best, *extra_starts]):
             d = self.space.delay_of(x)
             xt = self._track_at(x, d)
             if not any(np.array_equal(xt, s) for s in starts):
                 starts.append(xt)
                 delays.append(d)
-        state = RefineState(tracks=self._new_tracks(starts, delays))
+                names.append(labels[k] if k < len(labels) else f"start {k + 1}")
+        state = RefineState(tracks=self._new_tracks(starts, delays, names))
         state.start_loss = state.best().loss
         self._report(state)
         return state
@@ -198,7 +208,8 @@ class LMRefiner:
         best.active = True  # the winner goes on too (phase 1 may have stopped it at the iteration cap)
         best.stop = ""
         if others:
-            state.tracks += self._new_tracks([self._track_at(best.x, d) for d in others], others)
+            state.tracks += self._new_tracks([self._track_at(best.x, d) for d in others], others,
+                                             [best.start] * len(others))
 
     def step(self, state: RefineState) -> dict:
         """One LM iteration on every active track; returns its history record."""
@@ -272,7 +283,8 @@ class LMRefiner:
                     t.stop = "budget"
                 t.active = False
         record["phase"] = state.phase
-        record["tracks"] = [{"delay": t.delay, "loss": t.loss, "lambda": t.lam, "active": t.active} for t in state.tracks]
+        record["tracks"] = [{"delay": t.delay, "loss": t.loss, "lambda": t.lam, "active": t.active,
+                             "start": getattr(t, "start", "")} for t in state.tracks]
         record["best"] = state.best().loss
         state.history.append(record)
         self._maybe_next_phase(state)
@@ -328,7 +340,7 @@ class LMRefiner:
 def refine_line(record: dict, max_iter: int) -> str:
     """One progress line for a refinement iteration."""
     tracks = ", ".join(
-        (f"delay {t['delay']}: " if t["delay"] is not None else "") + f"{t['loss']:.4e}{'' if t['active'] else ' (done)'}"
+        track_label(t) + f"{t['loss']:.4e}{'' if t['active'] else ' (done)'}"
         for t in record["tracks"]
     )
     return f"[refine {record['iteration']:2d}, phase {record.get('phase', 1)}, <= {max_iter}/phase] best {record['best']:.4e} | {tracks} | {record['evaluations']} rollouts"
