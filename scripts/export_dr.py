@@ -36,8 +36,8 @@ class Args:
 
     fit_dir: str
     """Fit output folder holding sysid_best_params.json and config.json."""
-    out: Annotated[str | None, tyro.conf.arg(aliases=("--out-dir",))] = None
-    """Where to write sysid_dr.{json,yaml} and sysid_dr_isaaclab.py (default: <fit_dir>/export; also --out-dir)."""
+    out: Annotated[str | None, tyro.conf.arg(aliases=("--out_dir",))] = None
+    """Where to write sysid_dr.{json,yaml} and sysid_dr_isaaclab.py (default: <fit_dir>/export; also --out_dir)."""
     rb_params: str | None = None
     """rb_params.json of the rigid-body identification: link-mass intervals and randomize_rigid_body_mass terms."""
     level: float = 0.95
@@ -148,4 +148,4 @@ def _write_usd(ctx, out, physics: str):
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args)))
+    sys.exit(main(tyro.cli(Args, use_underscores=True)))

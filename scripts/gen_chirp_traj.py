@@ -22,13 +22,13 @@ from isaaclab_sysid.excitation.cli import TaskDesignFlags, generate_task_design,
 
 @dataclass
 class Args(TaskDesignFlags):
-    """Generate a chirp excitation (defaults: seed 004's fit runs at kp 200/20)."""
+    """Generate a chirp excitation (defaults: the Franka tooling's fit runs at kp 200/20)."""
 
     band: Literal["low", "high"] = "low"
     """low: 0.1-0.7 Hz constant amplitude; high: 0.7-3 Hz tapered."""
-    out: Annotated[Path, tyro.conf.arg(aliases=("--out-dir",))] = Path("logs/targets")
+    out: Annotated[Path, tyro.conf.arg(aliases=("--out_dir",))] = Path("logs/targets")
     """Folder the outputs are written to (created if missing; git-ignored logs/ by default, never the package's data/;
-    also --out-dir)."""
+    also --out_dir)."""
     name: str | None = None
     """Run name (default chirp_<band>)."""
     robot: str = "franka_panda"
@@ -70,10 +70,10 @@ def main(a: Args) -> int:
                      amplitude=a.amplitude, amp_taper_exp=a.amp_taper_exp, ramp_up_s=a.ramp_up_s,
                      ramp_down_s=a.ramp_down_s, corner_s=a.corner_s, axes=a.axes)
     if a.band == "high" and a.kp_trans >= 400 and (a.amp_taper_exp is None or a.amp_taper_exp < 2):
-        print("warning: at kp >= 400 the arm follows further up the band; use --amp-taper-exp 2 (seed 004)")
+        print("warning: at kp >= 400 the arm follows further up the band; use --amp-taper-exp 2")
     return generate_task_design(robot, q0, lambda: chirp(spec, pos, quat), a, name,
                                 (a.kp_trans, a.kp_rot, a.kd_trans, a.kd_rot), a.out)
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args)))
+    sys.exit(main(tyro.cli(Args, use_underscores=True)))

@@ -21,11 +21,11 @@ from isaaclab_sysid.excitation.multiband import MULTIBAND_AXES, MultibandSpec, m
 
 @dataclass
 class Args(TaskDesignFlags):
-    """Generate a multiband excitation (defaults: seed 004's held-out validation run)."""
+    """Generate a multiband excitation (defaults: the Franka tooling's held-out validation run)."""
 
-    out: Annotated[Path, tyro.conf.arg(aliases=("--out-dir",))] = Path("logs/targets")
+    out: Annotated[Path, tyro.conf.arg(aliases=("--out_dir",))] = Path("logs/targets")
     """Folder the outputs are written to (created if missing; git-ignored logs/ by default, never the package's data/;
-    also --out-dir)."""
+    also --out_dir)."""
     name: str = "multiband"
     """Run name (file stem)."""
     robot: str = "franka_panda"
@@ -45,7 +45,7 @@ class Args(TaskDesignFlags):
     seed: int = 0
     """Seed of the tone frequencies and phases."""
     kp_trans: float = 500.0
-    """Translational stiffness [N/m] written to the sidecar (seed 004: 500 for the validation run)."""
+    """Translational stiffness [N/m] written to the sidecar (500 for the Franka tooling's validation run)."""
     kp_rot: float = 30.0
     """Rotational stiffness [N m/rad]."""
     kd_trans: float | None = None
@@ -63,4 +63,4 @@ def main(a: Args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args)))
+    sys.exit(main(tyro.cli(Args, use_underscores=True)))

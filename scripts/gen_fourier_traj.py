@@ -31,9 +31,9 @@ PANDA_KD = (50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0)
 class Args:
     """Generate an optimized joint-space Fourier excitation."""
 
-    out: Annotated[Path, tyro.conf.arg(aliases=("--out-dir",))] = Path("logs/targets")
+    out: Annotated[Path, tyro.conf.arg(aliases=("--out_dir",))] = Path("logs/targets")
     """Folder the outputs are written to (created if missing; git-ignored logs/ by default, never the package's data/;
-    also --out-dir)."""
+    also --out_dir)."""
     name: str = "fourier"
     """Run name (file stem)."""
     robot: str = "franka_panda"
@@ -51,7 +51,7 @@ class Args:
     speed_frac: float = 0.8
     """|qd| <= this fraction of the URDF velocity limits."""
     acc_frac: float = 0.8
-    """|qdd| <= this fraction of the acceleration limits (Panda datasheet unless --acc-max-rad-s2)."""
+    """|qdd| <= this fraction of the acceleration limits (Panda datasheet unless --acc_max_rad_s2)."""
     acc_max_rad_s2: tuple[float, ...] | None = None
     """Joint acceleration limits [rad/s^2], one per joint (needed for robots other than the Panda)."""
     max_iter: int = 100
@@ -99,4 +99,4 @@ def main(a: Args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args)))
+    sys.exit(main(tyro.cli(Args, use_underscores=True)))

@@ -21,7 +21,7 @@ Command = Annotated[FitArgs, tyro.conf.subcommand("fit")] | Annotated[TwinArgs, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(Command, args=argv)
+    args = tyro.cli(Command, args=argv, use_underscores=True)
     return run_fit(args) if isinstance(args, FitArgs) else run_twin(args)
 
 

@@ -28,7 +28,7 @@ Command = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(Command, args=argv)
+    args = tyro.cli(Command, args=argv, use_underscores=True)
     if isinstance(args, DesignArgs):
         return run_design(args)
     if isinstance(args, FitArgs):

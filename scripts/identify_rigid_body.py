@@ -29,7 +29,7 @@ from isaaclab_sysid.rigid_body.cli import IdentifyArgs, main_from_args
 
 
 def main(argv: list[str] | None = None) -> int:
-    return main_from_args(tyro.cli(IdentifyArgs, args=argv))
+    return main_from_args(tyro.cli(IdentifyArgs, args=argv, use_underscores=True))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Write a warm-up session twin: runs whose joint friction falls over the session, with the hidden truth.
 
-Example (the seed's 20 minutes; about 2 minutes to simulate):
+Example (a 20-minute warm-up; about 2 minutes to simulate):
     python scripts/record_friction_twin.py --session-s 1200 --runs 40 --out logs/friction_twin
 """
 
@@ -14,7 +14,7 @@ from isaaclab_sysid.online.cli import TwinArgs, run_twin
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_twin(tyro.cli(TwinArgs, args=argv))
+    return run_twin(tyro.cli(TwinArgs, args=argv, use_underscores=True))
 
 
 if __name__ == "__main__":

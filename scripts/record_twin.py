@@ -39,7 +39,7 @@ class Args:
     target_run: Path | None = None
     """take controller, gains, q_init and setpoints from this run (CSV with sidecar)"""
     waveform: Literal["multiband", "chirp"] = "multiband"
-    """generated task-space target, when no --target-run"""
+    """generated task-space target, when no --target_run"""
     duration: float = 12.0
     """generated target duration [s]"""
     kp_trans: float = 200.0
@@ -54,7 +54,7 @@ class Args:
     """noise seed: the same seed gives the same twin"""
     log_1khz: bool = False
     """log every controller tick (setpoints stamped) instead of one row per setpoint"""
-    no_noise: bool = False
+    no_noise: tyro.conf.FlagCreatePairsOff[bool] = False
     """switch every noise knob off (states fresh, no quantization)"""
 
 
@@ -82,4 +82,4 @@ def main(args: Args) -> None:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(Args))
+    main(tyro.cli(Args, use_underscores=True))

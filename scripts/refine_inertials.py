@@ -1,4 +1,4 @@
-"""Refine the link inertials through the replay of the measured closed loop (CLIE, seed 003).
+"""Refine the link inertials through the replay of the measured closed loop (CLIE: closed-loop input error).
 
 After the rigid-body identification (LS, SDP, audit) and the joint fit:
 
@@ -20,7 +20,7 @@ from isaaclab_sysid.rigid_body.clie import RefineArgs, main_from_args
 
 
 def main(argv: list[str] | None = None) -> int:
-    return main_from_args(tyro.cli(RefineArgs, args=argv))
+    return main_from_args(tyro.cli(RefineArgs, args=argv, use_underscores=True))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from isaaclab_sysid.rigid_body.seed_cli import SeedArgs, main_from_args
 
 
 def main(argv: list[str] | None = None) -> int:
-    return main_from_args(tyro.cli(SeedArgs, args=argv))
+    return main_from_args(tyro.cli(SeedArgs, args=argv, use_underscores=True))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from isaaclab_sysid.online.cli import TrackArgs, run_track
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_track(tyro.cli(TrackArgs, args=argv))
+    return run_track(tyro.cli(TrackArgs, args=argv, use_underscores=True))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ class TrackArgs:
     nominal: Path | None = None
     """the arm's link inertials (nominal_inertials.json or rb_params.json; default: the URDF's)"""
     armature: tuple[float, ...] | None = None
-    """rotor inertia per joint [kg m^2] subtracted with qdd (default: the --fit-params armature, else 0)"""
+    """rotor inertia per joint [kg m^2] subtracted with qdd (default: the --fit_params armature, else 0)"""
     fit_params: Path | None = None
     """a replay fit's sysid_best_params.json: armature, and the tracker's start (friction, viscous)"""
     source: str = "model"

@@ -81,9 +81,9 @@ class FitArgs:
     pose_tol: float = 0.02
     """largest joint difference between a loaded hold and its reference [rad]"""
     expected_mass: float | None = None
-    """the part's expected mass [kg]; with --mass-tolerance flags a wrong part"""
+    """the part's expected mass [kg]; with --mass_tolerance flags a wrong part"""
     mass_tolerance: float | None = None
-    """how far the mass interval may sit from --expected-mass [kg]"""
+    """how far the mass interval may sit from --expected_mass [kg]"""
     policy: tuple[str, ...] = ()
     """which end each exported number takes, KEY:END (lower|value|upper), e.g. payload_mass:upper
     (required for the export; payload_com / payload_inertia default to value)"""

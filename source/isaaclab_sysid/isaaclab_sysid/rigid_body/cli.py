@@ -84,10 +84,10 @@ class IdentifyArgs:
     coulomb_deadband: float = 1e-3
     """|qd| [rad/s] below which the Coulomb column is zero."""
     drive_gains: tuple[float, ...] | None = None
-    """Current-to-torque gains [N m/A] (default: the authors' published gains, or --identify-gains)."""
+    """Current-to-torque gains [N m/A] (default: the authors' published gains, or --identify_gains)."""
     identify_gains: bool = False
-    """Identify the drive gains from runs carrying a payload of known mass (--payload-runs,
-    --payload-mass) together with the unloaded identification runs, then identify with them."""
+    """Identify the drive gains from runs carrying a payload of known mass (--payload_runs,
+    --payload_mass) together with the unloaded identification runs, then identify with them."""
     payload_runs: tuple[str, ...] = ("ur-20_02_19_14harm50secLoad.csv",)
     """identification_data runs carrying the payload (each run may mount it differently)."""
     payload_mass: float = 2.805
@@ -97,7 +97,7 @@ class IdentifyArgs:
     gain_method: str = "output_error"
     """output_error (LM on the measured current; default) or equation_error (the authors' linear OLS)."""
     fixed_gains: tuple[float, ...] = ()
-    """With --identify-gains: one value per joint [N m/A] to hold, nan where identified (e.g. nan 10.7 nan nan nan nan)."""
+    """With --identify_gains: one value per joint [N m/A] to hold, nan where identified (e.g. nan 10.7 nan nan nan nan)."""
     max_corrupt_head_rows: int = 0
     """Drop a corrupt block of at most this many rows at the start of a UR10e log (two real logs begin
     with garbage packets; 25 covers them); 0 refuses any bad row. Dropped rows are recorded."""
@@ -127,7 +127,7 @@ class IdentifyArgs:
     """Optional SDP bound on link masses, factor x URDF mass (UR10e authors: 1.1)."""
     mass_lower_factor: float | None = None
     """Optional SDP lower bound on link masses, factor x URDF mass."""
-    no_plots: bool = False
+    no_plots: tyro.conf.FlagCreatePairsOff[bool] = False
     """Skip the PNG per held-out run."""
 
 

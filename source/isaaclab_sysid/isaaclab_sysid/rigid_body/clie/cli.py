@@ -45,17 +45,17 @@ class RefineArgs:
     bodies: tuple[str, ...] = ()
     """Moving bodies (link names) to refine; default: all."""
     joint_terms: bool = True
-    """Refine armature, Coulomb and viscous friction jointly (--no-joint-terms holds the joint fit's)."""
+    """Refine armature, Coulomb and viscous friction jointly (--no_joint_terms holds the joint fit's)."""
     ls_weight: float = 1.0
     """Weight of the LS base-parameter term (0: the closed loop and the prior only)."""
     ls_consistency: bool = True
     """Re-weight the LS term by its variance factor against the closed loop (Helmert; the weight never rises
-    above --ls-weight) before each pass after the first, and widen its share of the intervals by the final
-    factor when above 1 (--no-ls-consistency: take the LS covariance as it is)."""
+    above --ls_weight) before each pass after the first, and widen its share of the intervals by the final
+    factor when above 1 (--no_ls_consistency: take the LS covariance as it is)."""
     prior_weight: float = 1.0
     """Weight of the SDP's URDF prior on the refined bodies."""
     prior_rel_std: float = 0.3
-    """Relative std of that prior (as identify_rigid_body.py --prior-rel-std)."""
+    """Relative std of that prior (as identify_rigid_body.py --prior_rel_std)."""
     stride: int = 10
     """Use every stride-th logged sample of the input error."""
     passes: int = 2
@@ -77,7 +77,7 @@ class RefineArgs:
     slew_limit: bool = False
     """Replay with the robot's torque slew limit, as the joint fit's --slew_limit."""
     clamp_margin: float = 0.98
-    """With --torque-clamp: samples where a logged |tau| reaches this fraction of the limit are left out."""
+    """With --torque_clamp: samples where a logged |tau| reaches this fraction of the limit are left out."""
     warmup_ticks: int = 50
     """Replay warm-up ticks (as the joint fit's)."""
     audit_grid: int = 3
