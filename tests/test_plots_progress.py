@@ -144,3 +144,20 @@ def test_refine_line_says_which_start_each_track_came_from():
     assert "x0 (delay 2): 1.000e-03" in line and "low (delay 2): 2.000e-03 (done)" in line
     old = {**rec, "tracks": [{k: v for k, v in t.items() if k != "start"} for t in rec["tracks"]]}  # older records
     assert "delay 2: 1.000e-03" in FitProgress(lambda s: None, 3, 5, bar=False).refine_line(old)
+
+
+@pytest.mark.parametrize("strategy", ["cmaes", "fast"])
+def test_report_summary_says_what_the_search_did(tmp_path, strategy):
+    """No 'population 6, 0 generations, 0 evaluations' for a fast path that ran no CMA-ES: what it did instead."""
+    from isaaclab_sysid.evaluate.report import search_summary
+
+    settings = SearchSettings(CmaesSettings(popsize=6, max_iter=3, seed=0), refine_iter=3, strategy=strategy)
+    result = Search(_problem(long_names=False), settings, tmp_path, log=lambda s: None).run()
+    text = search_summary(result)
+    assert "0 generations" not in text and "0 evaluations" not in text, text
+    if strategy == "cmaes":
+        assert text == f"population 6, 3 generations, {result.evaluations} evaluations"
+    elif result.iterations == 0:
+        assert text.startswith("fast path: Levenberg-Marquardt refinement") and "no CMA-ES generations" in text, text
+    else:
+        assert text.startswith("fast path, then CMA-ES on its evidence: population 6, 3 generations"), text

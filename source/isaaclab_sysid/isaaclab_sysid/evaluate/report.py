@@ -91,12 +91,29 @@ def convergence_section(result: FitResult) -> Section | None:
     return Section("Convergence", [head, *(f"- {v.line()}" for v in verdicts)], "verdict")
 
 
+def search_summary(result: FitResult) -> str:
+    """What the search did, in words: CMA-ES's population, generations and evaluations, or what the fast path did
+    instead (its Levenberg-Marquardt tracks and iterations) when it finished without CMA-ES."""
+    stages = [v.stage for v in result.convergence]
+    cmaes = f"population {result.popsize}, {result.iterations} generations, {result.evaluations} evaluations"
+    if "fast" not in stages:
+        return cmaes
+    if "cmaes" in stages:
+        return f"fast path, then CMA-ES on its evidence: {cmaes}"
+    ref = result.refine
+    delays = sorted({t.delay for t in ref.tracks if t.delay is not None}) if ref is not None else []
+    return ("fast path: Levenberg-Marquardt refinement from its starts"
+            + (f", {ref.iterations} iterations, {len(ref.tracks)} tracks" if ref is not None else "")
+            + (f" (delays {', '.join(map(str, delays))})" if delays else "")
+            + "; no CMA-ES generations (its evidence did not call for them)")
+
+
 def fit_sections(result: FitResult, fit_eval=None, heldout_eval=None, wall_s: float | None = None,
                  context: Sequence[str] = ()) -> list[Section]:
     """Every section of a fit's report (``context``: bullet lines about the replay, e.g. the state-age model)."""
     joint_names = result.space.joint_names
-    head = [f"- backend: `{result.backend}`, population {result.popsize}, {result.iterations} generations, "
-            f"{result.evaluations} evaluations, seed {result.seed}", f"- best loss: {result.best_score:.6g}"]
+    head = [f"- backend: `{result.backend}`, {search_summary(result)}, seed {result.seed}",
+            f"- best loss: {result.best_score:.6g}"]
     if wall_s is not None:
         head.append(f"- wall time: {wall_s:.1f} s")
     head += [f"- {c}" for c in context]
