@@ -30,9 +30,9 @@ import numpy as np
 
 from isaaclab_sysid.data import Run
 from isaaclab_sysid.data.schema import TICK_HZ
+from isaaclab_sysid.rigid_body.io import RbParams
 from isaaclab_sysid.rigid_body.seeding import DelayEstimate, estimate_delay
 from isaaclab_sysid.utils.atomic import atomic_write_text
-from isaaclab_sysid.utils.json_io import read_json
 
 #: rigid-body joint term -> replay-fit result key
 TERM_TO_FIT = {"armature": "armature", "viscous": "viscous", "coulomb": "friction"}
@@ -75,13 +75,10 @@ def joint_terms_from_rb_params(path: str | Path, joint_names: Sequence[str]) -> 
     Raises:
         ValueError: the file has no reconstruction or misses a joint term (names the file and key).
     """
-    path = Path(path)
-    body = read_json(path, "rigid-body parameters")
-    try:
-        std = body["reconstruction"]["standard"]
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: not an rb_params.json with a reconstruction (no {exc})") from None
-    unit = body.get("output", {}).get("unit")
+    rb = RbParams.read(path)
+    path, std = rb.path, rb.standard
+    if std is None:
+        raise ValueError(f"{path}: not an rb_params.json with a reconstruction (no 'reconstruction.standard')")
     values, clipped = {}, []
     for term, key in TERM_TO_FIT.items():
         names = [f"{j}.{term}" for j in joint_names]
@@ -91,7 +88,7 @@ def joint_terms_from_rb_params(path: str | Path, joint_names: Sequence[str]) -> 
         v = np.array([float(std[n]) for n in names])
         clipped += [f"{key}[{j}]" for j, x in zip(joint_names, v) if x < 0]
         values[key] = np.maximum(v, 0.0)
-    src = f"{path} (reconstruction.standard, output {body.get('output', {}).get('signal')} [{unit}])"
+    src = f"{path} (reconstruction.standard, output {rb.signal} [{rb.unit}])"
     return values, clipped, src
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.rigid_body.fit_seed import FitSeed, build_seed, write_seed
+from isaaclab_sysid.rigid_body.io import RbParams
 from isaaclab_sysid.rigid_body.options import require
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.config import RobotConfigError
-from isaaclab_sysid.utils.json_io import read_json
 
 
 @dataclass
@@ -45,11 +45,18 @@ def check_flags(args: SeedArgs) -> None:
     require(args.max_lag_ticks >= 1, f"--max-lag-ticks must be >= 1; got {args.max_lag_ticks}")
 
 
+def _robot_of(path: Path) -> str:
+    """The robot an ``rb_params.json`` was identified on (RbParamsError, a ValueError, when it names none)."""
+    rb = RbParams.read(path)
+    rb.need("robot")
+    return rb.robot
+
+
 def main_from_args(args: SeedArgs) -> int:
     """Build and write the seed, print where each value came from; errors: one line, exit status 2."""
     try:
         check_flags(args)
-        robot_name = args.robot or read_json(args.rb_params, "rigid-body parameters")["robot"]
+        robot_name = args.robot or _robot_of(args.rb_params)
         robot = load_robot(robot_name)
         runs = [read_run(p) for p in args.delay_runs]
         seed = build_seed(args.rb_params, robot.joint_names, runs, args.max_lag_ticks, args.delay)

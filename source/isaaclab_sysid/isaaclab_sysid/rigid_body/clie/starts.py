@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.rigid_body.base_params import BaseParameters, compute_base_parameters
+from isaaclab_sysid.rigid_body.io import RbParams, RbParamsError
 from isaaclab_sysid.rigid_body.options import require, RigidBodyError
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
 from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
@@ -73,32 +74,29 @@ def load_rigid_body(path: str | Path, robot: Robot) -> RigidBodyStart:
     Raises:
         RigidBodyError: one line naming the file and what is wrong with it.
     """
-    from isaaclab_sysid.utils.json_io import read_json
-
-    path = Path(path)
     try:
-        body = read_json(path, "rigid-body parameters")
+        rb = RbParams.read(path)
     except (OSError, ValueError) as exc:
         raise RigidBodyError(str(exc)) from None
+    path = rb.path
     try:
-        require(body.get("robot") == robot.name, f"{path}: identified on robot {body.get('robot')!r}, "
-                f"the runs are from {robot.name!r}")
-        require(body["output"]["unit"] == "N m", f"{path}: output {body['output']['signal']!r} in "
-                f"{body['output']['unit']}: CLIE compares torques (identify with --runs)")
-        reg = Regressor(robot, RegressorOptions(**body["regressor"]["options"]))
-        require(tuple(body["regressor"]["param_names"]) == reg.param_names,
-                f"{path}: regressor.param_names differ from robot {robot.name}'s")
-        qr = body["base_parameters"]["qr"]
-        base = compute_base_parameters(reg, int(qr["n_samples"]), int(qr["seed"]), float(qr["tol"]))
-        require(base.names() == list(body["base_parameters"]["names"]),
-                f"{path}: base_parameters.names are not reproduced by its QR settings")
-        theta = np.asarray(body["estimate"]["theta"], dtype=float)
-        cov = np.asarray(body["estimate"]["cov_hac"], dtype=float)
-        cov_white = np.asarray(body["estimate"]["cov"], dtype=float)
-        std = body["reconstruction"]["standard"]
-        pi = np.array([float(std[n]) for n in reg.param_names])
-        pre = body["preprocessing"][0]
+        require(rb.robot == robot.name, f"{path}: identified on robot {rb.robot!r}, the runs are from {robot.name!r}")
+        rb.need("signal", "unit")
+        require(rb.unit == "N m", f"{path}: output {rb.signal!r} in {rb.unit}: CLIE compares torques (identify with "
+                "--runs)")
+        rb.need("regressor_options", "param_names", "qr", "base_names", "theta", "cov_hac", "cov", "standard",
+                "preprocessing")
+        reg = Regressor(robot, RegressorOptions(**rb.regressor_options))
+        require(rb.param_names == reg.param_names, f"{path}: regressor.param_names differ from robot {robot.name}'s")
+        base = compute_base_parameters(reg, rb.qr.n_samples, rb.qr.seed, rb.qr.tol)
+        require(base.names() == list(rb.base_names), f"{path}: base_parameters.names are not reproduced by its QR "
+                "settings")
+        theta, cov, cov_white = rb.theta, rb.cov_hac, rb.cov
+        pi = np.array([rb.standard[n] for n in reg.param_names])
+        pre = rb.preprocessing[0]
         options = PreprocessOptions(**pre["options"])
+    except RbParamsError as exc:
+        raise RigidBodyError(str(exc)) from None
     except KeyError as exc:
         raise RigidBodyError(f"{path}: not an rb_params.json of identify_rigid_body.py (no key {exc})") from None
     except (TypeError, ValueError) as exc:
@@ -108,7 +106,7 @@ def load_rigid_body(path: str | Path, robot: Robot) -> RigidBodyStart:
             and np.all(np.isfinite(theta)) and np.all(np.isfinite(cov)) and np.all(np.isfinite(cov_white)),
             f"{path}: estimate.theta/cov/cov_hac must be finite with {b} base parameters")
     require(np.all(np.isfinite(pi)), f"{path}: reconstruction.standard has non-finite values")
-    return RigidBodyStart(reg, base, theta, cov, pi, options, body["output"]["signal"],
+    return RigidBodyStart(reg, base, theta, cov, pi, options, rb.signal,
                           "logged velocity" in str(pre.get("derivatives", "")), str(path), cov_white)
 
 
@@ -142,45 +140,40 @@ def joint_start_from_fit(path: str | Path, joint_names: Sequence[str], delay: in
     Raises:
         RigidBodyError: the file is unreadable or lacks a group (names the file and the group).
     """
-    from isaaclab_sysid.fit.param_space import GROUPS
-    from isaaclab_sysid.fit.result import RESULT_FILE
-    from isaaclab_sysid.utils.json_io import read_json
+    from isaaclab_sysid.fit.param_space import GROUPS, ParamSpace
+    from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 
     path = Path(path)
     if path.is_dir():
         require((path / RESULT_FILE).is_file(), f"--joint-fit {path}: a folder without {RESULT_FILE} (give the "
                                                 "joint fit's output folder or its sysid_best_params.json)")
         path = path / RESULT_FILE
-    try:
-        dec = dict(read_json(path, "parameters")["best_params_decoded"])
-    except (OSError, ValueError) as exc:
-        raise RigidBodyError(str(exc)) from None
-    except (KeyError, TypeError):
-        raise RigidBodyError(f"{path}: no 'best_params_decoded' (expected the joint fit's sysid_best_params.json)") from None
-    v = {}
     n = len(joint_names)
+    every_group = ParamSpace.from_bounds({g: GROUPS[g].default_bounds for g in GROUPS}, n, list(joint_names))
+    try:  # a fit's result, or a --x0 seed file (no param_space: read in the groups it holds)
+        dec = dict(FitResult.read(path, space=every_group, joint_names=list(joint_names)).values)
+    except OSError as exc:
+        raise RigidBodyError(str(exc)) from None
+    except ValueError as exc:
+        raise RigidBodyError(f"{exc} (expected the joint fit's sysid_best_params.json, each joint group {n} "
+                             "numbers)") from None
+    v = {}
     note = ""
-    fkey, skey, rkey = (GROUPS[g].result_key for g in ("friction", "mu_static", "dynamic_ratio"))
-    if fkey not in dec and skey in dec and rkey in dec:
-        try:
-            dec[fkey] = (np.asarray(dec[skey], dtype=float) * np.asarray(dec[rkey], dtype=float)).tolist()
-        except (TypeError, ValueError):
-            raise RigidBodyError(f"{path}: best_params_decoded.{skey} and {rkey} must be {n} numbers each") from None
+    if "friction" not in dec and "mu_static" in dec and "dynamic_ratio" in dec:
+        skey, rkey = GROUPS["mu_static"].result_key, GROUPS["dynamic_ratio"].result_key
+        dec["friction"] = dec["mu_static"] * dec["dynamic_ratio"]
         note = f" (Coulomb friction started at its dynamic level {skey} x {rkey}: the refinement is Coulomb-only)"
     for g in JOINT_GROUPS:
         key = GROUPS[g].result_key
-        if key not in dec:
+        if g not in dec:
             raise RigidBodyError(f"{path}: best_params_decoded has no {key!r} (fit that group, or start from "
                                  "--rb-params' joint terms with --delay)")
-        try:
-            a = np.asarray(dec[key], dtype=float)
-        except (TypeError, ValueError):
-            a = np.zeros(0)
+        a = np.asarray(dec[g], dtype=float)
         require(a.shape == (n,) and bool(np.all(np.isfinite(a))) and bool(np.all(a >= 0)),
                 f"{path}: best_params_decoded.{key} must be {n} finite values >= 0")
         v[g] = a
     dkey = GROUPS["delay"].result_key
-    d = dec.get(dkey) if delay is None else delay
+    d = dec.get("delay") if delay is None else delay
     require(d is not None, f"{path}: best_params_decoded has no {dkey!r}; give --delay")
     require(float(d) == int(d) and int(d) >= 0, f"{path}: {dkey} must be a whole number >= 0; got {d!r}")
     return JointStart(v["armature"], v["friction"], v["viscous"], int(d), str(path) + note)
