@@ -34,11 +34,10 @@ from isaaclab_sysid.fit.checkpoint import latest_state, save_checkpoint
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.fast_path import FastFitState, FastPath, FastPathSettings, evidence_line
 from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings, GenerationRecord
-from isaaclab_sysid.fit.param_space import BoundHit
 from isaaclab_sysid.fit.outputs import write_progress
 from isaaclab_sysid.fit.problem import FitProblem
 from isaaclab_sysid.fit.progress import FitProgress
-from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, RefineState, refine_line
+from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, RefineState
 from isaaclab_sysid.fit.result import FitResult, StageVerdict
 from isaaclab_sysid.fit.state import FitState
 from isaaclab_sysid.utils.atomic import atomic_write_text
@@ -69,24 +68,6 @@ class SearchSettings:
     quiet: bool = False
     strategy: Literal["cmaes", "fast"] = "cmaes"
     fast: FastPathSettings | None = None
-
-
-def progress_line(rec: GenerationRecord, max_iter: int, run_names: list[str], hits: list[BoundHit] = ()) -> str:
-    """One console line for a CMA-ES generation (``hits``: the best-so-far's values at a search bound)."""
-    contrib = ", ".join(f"{n} {c:.3e}" for n, c in zip(run_names, rec.contrib_best))
-    return (
-        f"[gen {rec.iteration:3d}/{max_iter}] best {rec.best:.4e}  median {rec.median:.4e}  "
-        f"best-so-far {rec.best_ever:.4e} | w*L of best: {contrib} | diverged {rec.n_diverged}/{rec.popsize} "
-        f"| sigma {rec.sigma:.3f} | {rec.wall_s:.1f} s{bound_note(hits)}"
-    )
-
-
-def bound_note(hits: list[BoundHit]) -> str:
-    """`` | at bound: a (upper), b (lower)`` for the progress lines, or nothing."""
-    if not hits:
-        return ""
-    more = f" +{len(hits) - 3} more" if len(hits) > 3 else ""
-    return f" | at bound: {', '.join(f'{h.label} ({h.side})' for h in hits[:3])}{more}"
 
 
 class Search:
