@@ -161,3 +161,12 @@ def test_report_summary_says_what_the_search_did(tmp_path, strategy):
         assert text.startswith("fast path: Levenberg-Marquardt refinement") and "no CMA-ES generations" in text, text
     else:
         assert text.startswith("fast path, then CMA-ES on its evidence: population 6, 3 generations"), text
+
+
+@pytest.mark.parametrize("strategy,labels", [("fast", ["x0", "low"]), ("cmaes", ["CMA-ES best"])])
+def test_refinement_tracks_are_named_by_their_start(tmp_path, strategy, labels):
+    settings = SearchSettings(CmaesSettings(popsize=6, max_iter=3, seed=0), refine_iter=3, strategy=strategy)
+    lines: list[str] = []
+    Search(_problem(long_names=False), settings, tmp_path, log=lines.append).run()
+    first = next(ln for ln in lines if ln.startswith("[refine"))
+    assert all(f"{name}: " in first or f"{name} (delay" in first for name in labels), first

@@ -216,9 +216,11 @@ class FastPath:
         self.refiner = LMRefiner(objective, RefineSettings(max_iter=settings.refine_iter,
                                                            delay_neighbours=settings.delay_neighbours), best=self.best)
 
-    def start(self, x0: np.ndarray, extra_starts: Sequence[np.ndarray] = ()) -> FastState:
-        """Evaluate the starts once (duplicates merged); ``x0`` (D,) normalized, ``extra_starts`` beside it."""
-        st = self.refiner.start(np.asarray(x0, dtype=float), extra_starts=[np.asarray(e, dtype=float) for e in extra_starts])
+    def start(self, x0: np.ndarray, extra_starts: Sequence[np.ndarray] = (), labels: Sequence[str] = ()) -> FastState:
+        """Evaluate the starts once (duplicates merged); ``x0`` (D,) normalized, ``extra_starts`` beside it
+        (``labels``: their names in the progress lines, ``x0`` first)."""
+        st = self.refiner.start(np.asarray(x0, dtype=float), extra_starts=[np.asarray(e, dtype=float) for e in extra_starts],
+                                labels=labels)
         return FastState(refine=st, n_starts=len(st.tracks))
 
     def run(self, state: FastState, on_iteration: Callable[[dict, RefineState], None] | None = None) -> FastState:

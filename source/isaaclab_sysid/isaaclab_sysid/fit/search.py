@@ -174,19 +174,22 @@ class Search:
     def run(self, x0_extra: np.ndarray | None = None) -> FitResult:
         """Run (or finish) the strategy's stages; ``x0_extra`` is a second refinement start (the CMA-ES start point)."""
         extra = [] if x0_extra is None else [np.asarray(x0_extra, dtype=float)]
+        names = ["CMA-ES best"] + ([] if x0_extra is None else ["x0"])  # the tracks' labels in the progress lines
         if self.fast is not None:
             if not self._run_fast():
                 write_progress(self.run_dir, self.cmaes.state.history, self.cmaes.run_names)  # no generations: header
                 return self.result()
             extra.append(self.state.fast.refine.best().x.copy())  # the fallback can only improve on the fast optimum
+            names.append("fast optimum")
             probe = getattr(self.state.fast.evidence, "probe", None)
             if probe is not None and probe.best_x:  # and starts from the probe's better basin too
                 extra.append(np.asarray(probe.best_x, dtype=float))
+                names.append("probe best")
         self.cmaes.run(self._generation)
         self._say(self.cmaes.verdict())
         if self.settings.refine_iter > 0:
             if self.state.refine is None:
-                self.state.refine = self.refiner.start(self.state.best.x, extra_starts=extra)
+                self.state.refine = self.refiner.start(self.state.best.x, extra_starts=extra, labels=names)
                 self.checkpoint()
             self.refiner.run(self.state.refine, self._refinement)
             self._say(self.verdicts()[-1])
@@ -199,7 +202,7 @@ class Search:
         if fs.refine is None:
             c = self.settings.cmaes
             x0 = np.full(self.problem.space.dim, 0.5) if c.x0 is None else np.asarray(c.x0, dtype=float)
-            started = self.fast.start(x0, extra_starts=[self.problem.space.low_start()])
+            started = self.fast.start(x0, extra_starts=[self.problem.space.low_start()], labels=("x0", "low"))
             fs.refine, fs.n_starts = started.refine, started.n_starts
             self.checkpoint()
         had_verdict = fs.evidence is not None
