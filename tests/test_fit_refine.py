@@ -50,7 +50,7 @@ def test_refine_converges_and_finds_the_delay_from_a_wrong_start():
     assert int(dec["delay"]) == TRUE["delay"]
     for g in ("armature", "friction", "viscous"):
         np.testing.assert_allclose(dec[g], TRUE[g], atol=1e-6)
-    assert {t.delay for t in st.tracks} == {0, 1, 2, 3, 4}
+    assert {t.delay for t in st.tracks} == {0, 1, 2, 3}  # widened from 0 up to one past the best (issue 26)
 
 
 def test_refine_state_resumes_exactly():
@@ -69,3 +69,39 @@ def test_refine_state_resumes_exactly():
         ref2.step(snapshot)
     np.testing.assert_array_equal(st.best().x, snapshot.best().x)
     assert st.best().loss == snapshot.best().loss
+
+
+def test_delay_profile_starts_at_the_neighbours_and_widens_only_from_an_edge():
+    """Issue 26: d-1..d+1 first; one tick further only while the best delay sits at an edge of the profile."""
+    space, runs = _space(), _runs()
+    x_true = {"armature": TRUE["armature"] * 1.1, "friction": TRUE["friction"] * 0.9, "viscous": TRUE["viscous"]}
+    d_true = int(TRUE["delay"])
+    # from the true delay: the neighbours alone, no widening
+    ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs), RefineSettings(max_iter=6))
+    st = ref.run(ref.start(space.normalize({**x_true, "delay": d_true})))
+    assert {t.delay for t in st.tracks} == {d_true - 1, d_true, d_true + 1}
+    assert int(space.decode(st.best().x)["delay"]) == d_true
+    # from delay 0: widened tick by tick up to the true delay and one past it, the same answer as every delay at once
+    ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs), RefineSettings(max_iter=6))
+    st = ref.run(ref.start(space.normalize({**x_true, "delay": 0})))
+    full = LMRefiner(ReplayObjective(space, FakeBackend(), runs), RefineSettings(max_iter=6, widen_delays=False))
+    sf = full.run(full.start(space.normalize({**x_true, "delay": 0})))
+    assert {t.delay for t in st.tracks} == set(range(0, min(d_true + 1, 4) + 1))
+    assert st.best().delay == sf.best().delay == d_true
+    np.testing.assert_array_equal(st.best().x, sf.best().x)
+
+
+def test_single_damping_converges_with_fewer_trials():
+    space, runs = _space(), _runs()
+    start = space.normalize({"armature": TRUE["armature"] * 1.3, "friction": TRUE["friction"] * 0.7,
+                             "viscous": TRUE["viscous"] + 0.2, "delay": int(TRUE["delay"])})
+    out = {}
+    for single in (False, True):
+        ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs),
+                        RefineSettings(max_iter=10, delay_neighbours=0, single_damping=single))
+        st = ref.run(ref.start(start))
+        out[single] = (st.best().loss, sum(r["evaluations"] for r in st.history), st.history[-1]["evaluations"])
+    loss0 = ref.start(start).best().loss
+    assert out[True][0] < 1e-10 * loss0 and out[False][0] < 1e-10 * loss0
+    n_c = len(space.continuous_index())
+    assert out[True][2] == n_c + 1 + 1  # the Jacobian and one trial

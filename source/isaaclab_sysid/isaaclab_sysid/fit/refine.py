@@ -73,6 +73,11 @@ class RefineSettings:
         prune_after: phase-2 iterations before clearly worse delay tracks are dropped
             (phase-1 tracks are never pruned: the sliding-regime start begins far worse).
         prune_ratio: a track whose loss exceeds this multiple of the best is dropped.
+        widen_delays: with ``delay_neighbours=None``, profile d-1..d+1 first and widen one tick past an edge only
+            while the best delay sits at that edge of the profiled delays (False: every delay in the bounds at once).
+        single_damping: after a track's first accepted step, try one damping value per iteration instead of three
+            (lambda / 3 after an accepted step, x 10 after a rejected one; Nielsen-style), saving two rollouts per
+            track and iteration.
     """
 
     max_iter: int = 10
@@ -82,6 +87,8 @@ class RefineSettings:
     lambda0: float = 1e-2
     prune_after: int = 3
     prune_ratio: float = 1.5
+    widen_delays: bool = True
+    single_damping: bool = False
 
 
 @dataclass
@@ -116,6 +123,8 @@ class RefineState:
     phase_start: int = 0
     #: the lowest loss among the starts (None in states pickled before it was recorded)
     start_loss: float | None = None
+    #: phase 2 with widening delays: the phase-1 optimum the delay tracks are warm-started from (None otherwise)
+    warm: np.ndarray | None = None
 
     @property
     def done(self) -> bool:
@@ -191,11 +200,28 @@ class LMRefiner:
         b = state.best()
         self.best.offer(b.x, b.loss, b.contrib, False, "refine")
 
+    def _widening(self) -> bool:
+        return self.settings.delay_neighbours is None and self.settings.widen_delays
+
     def _other_delays(self, d0: int) -> list[int]:
         g = self.space.group("delay")
-        k = self.settings.delay_neighbours
+        k = 1 if self._widening() else self.settings.delay_neighbours
         lo, hi = (int(g.lower), int(g.upper)) if k is None else (d0 - k, d0 + k)
         return [d for d in range(lo, hi + 1) if g.lower <= d <= g.upper and d != d0]
+
+    def _maybe_widen(self, state: RefineState) -> None:
+        """Phase 2 done with widening delays: while the best delay sits at an edge of the profiled delays (and the
+        bounds go on), one more track one tick past that edge, warm-started from the phase-1 optimum like the others."""
+        if state.phase != 2 or not state.done or getattr(state, "warm", None) is None or self.delay_idx is None:
+            return
+        g = self.space.group("delay")
+        tried = sorted({int(t.delay) for t in state.tracks if t.delay is not None})
+        d = int(state.best().delay)
+        new = [e for e, edge in ((d - 1, tried[0]), (d + 1, tried[-1])) if d == edge and g.lower <= e <= g.upper]
+        if new:
+            state.phase_start = state.iteration  # the new tracks get their own iterations
+            state.tracks += self._new_tracks([self._track_at(state.warm, e) for e in new], new,
+                                             [getattr(state.best(), "start", "")] * len(new))
 
     def _maybe_next_phase(self, state: RefineState) -> None:
         """When phase 1 is done, warm-start one track per other delay from its optimum (phase 2)."""
@@ -207,6 +233,8 @@ class LMRefiner:
         state.phase_start = state.iteration
         best.active = True  # the winner goes on too (phase 1 may have stopped it at the iteration cap)
         best.stop = ""
+        if self._widening():
+            state.warm = best.x.copy()
         if others:
             state.tracks += self._new_tracks([self._track_at(best.x, d) for d in others], others,
                                              [best.start] * len(others))
@@ -233,7 +261,7 @@ class LMRefiner:
             A = J.T @ J
             dA = np.diag(A).copy()
             floor = 1e-12 * max(float(dA.max()), 1e-30)
-            for f in LAMBDA_FACTORS:
+            for f in ((1.0,) if s.single_damping and t.accepted > 0 else LAMBDA_FACTORS):
                 lam = t.lam * f
                 delta = -np.linalg.solve(A + lam * np.diag(dA + floor) + floor * np.eye(n_c), g)
                 xt = t.x.copy()
@@ -256,7 +284,7 @@ class LMRefiner:
                     t.x = trials[idx[j]]
                     t.loss = float(f[j])
                     t.contrib = lbt.contrib[:, idx[j]].copy()
-                    t.lam = lams[idx[j]]
+                    t.lam = lams[idx[j]] / (3.0 if s.single_damping and len(idx) == 1 else 1.0)
                     t.accepted += 1
                     t.last_gain = float(improvement)
                     t.rejected = 0
@@ -264,7 +292,7 @@ class LMRefiner:
                         t.active = False
                         t.stop = "rtol"
                 else:
-                    t.lam *= 100.0
+                    t.lam *= 10.0 if s.single_damping and len(idx) == 1 else 100.0
                     t.rejected += 1
                     if t.lam > 1e8:
                         t.active = False
@@ -288,6 +316,7 @@ class LMRefiner:
         record["best"] = state.best().loss
         state.history.append(record)
         self._maybe_next_phase(state)
+        self._maybe_widen(state)
         self._report(state)
         return record
 

@@ -58,7 +58,10 @@ class SearchSettings:
         quiet: no per-generation progress line.
         strategy: ``cmaes`` (CMA-ES, then the refinement) or ``fast`` (the refinement from the start with the
             delay profiled, CMA-ES only when stuck; :mod:`~isaaclab_sysid.fit.fast_path`).
-        fast: the fast path's stuck thresholds (its iterations and delays are ``refine_iter`` and ``delay_neighbours``).
+        fast: the fast path's stuck thresholds and probe (its iterations, delays and damping are this object's).
+        widen_delays: with ``delay_neighbours=None``, profile d-1..d+1 first and widen only while the best delay sits
+            at an edge (:class:`~isaaclab_sysid.fit.refine.RefineSettings`); False: every delay at once.
+        single_damping: one damping trial per LM iteration after a track's first accepted step (three before).
     """
 
     cmaes: CmaesSettings
@@ -68,6 +71,8 @@ class SearchSettings:
     quiet: bool = False
     strategy: Literal["cmaes", "fast"] = "cmaes"
     fast: FastPathSettings | None = None
+    widen_delays: bool = True
+    single_damping: bool = False
 
 
 class Search:
@@ -87,7 +92,9 @@ class Search:
         objective = p.objective()
         self.cmaes = CmaesFit(objective, settings.cmaes, state=None if state is None else state.cmaes, best=best)
         self.refiner = LMRefiner(objective, RefineSettings(max_iter=settings.refine_iter,
-                                                           delay_neighbours=settings.delay_neighbours), best=best)
+                                                           delay_neighbours=settings.delay_neighbours,
+                                                           widen_delays=settings.widen_delays,
+                                                           single_damping=settings.single_damping), best=best)
         if settings.strategy not in ("cmaes", "fast"):
             raise FitError(f"--strategy {settings.strategy}: expected cmaes or fast")
         self.fast: FastPath | None = None
@@ -97,7 +104,8 @@ class Search:
             if state is not None and not isinstance(state, FastFitState):
                 raise FitError(f"{run_dir}: its checkpoints are of a --strategy cmaes fit; resume it with that strategy")
             fs = replace(settings.fast or FastPathSettings(), refine_iter=settings.refine_iter,
-                         delay_neighbours=settings.delay_neighbours)
+                         delay_neighbours=settings.delay_neighbours, widen_delays=settings.widen_delays,
+                         single_damping=settings.single_damping)
             self.fast = FastPath(objective, fs, best=best)  # the fit runs only: no held-out run steers the search
             self.state: FitState = FastFitState(self.cmaes.state, best, None if state is None else state.refine,
                                                 **({} if state is None else {"fast": state.fast}))
