@@ -125,8 +125,8 @@ def _interval_row(iv) -> dict:
             "identifiable": iv.identifiable, "note": iv.note}
 
 
-def build_payload(result: FitResult, rep: IntervalReport, policy: RangePolicy, rb_params: str | None = None,
-                  source: str | None = None) -> tuple[dict, list[str]]:
+def build_dr_record(result: FitResult, rep: IntervalReport, policy: RangePolicy, rb_params: str | None = None,
+                    source: str | None = None) -> tuple[dict, list[str]]:
     """The neutral export dict and warnings; joint names are the fit's (the robot config's)."""
     space = result.space
     chosen = rep.chosen()
@@ -159,7 +159,7 @@ def build_payload(result: FitResult, rep: IntervalReport, policy: RangePolicy, r
         delay = {"value_ticks": result.delay, "interval_ticks": [div.lower, div.upper],
                  "range_ticks": None if dr is None else [dr["lower"], dr["upper"]], "tick_s": TICK_S}
     all_methods = {m: {iv.label: [iv.lower, iv.upper] for iv in s.intervals} for m, s in rep.sets.items()}
-    payload = {
+    dr_record = {
         "source": source,
         "robot_joint_names": jn,
         "joint_names": jn,
@@ -182,7 +182,7 @@ def build_payload(result: FitResult, rep: IntervalReport, policy: RangePolicy, r
                                                           "messages": result.adequacy.messages},
         "warnings": warns,
     }
-    return payload, warns
+    return dr_record, warns
 
 
 def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: RangePolicy, rb_params: str | None = None,
@@ -193,12 +193,12 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
     Raises:
         ValueError: the fit cannot be written for ``physics`` (e.g. static friction on Newton).
     """
-    payload, warns = build_payload(ctx.result, rep, policy, rb_params, str(ctx.fit_dir / RESULT_FILE))
-    src, w2 = generate_module(payload, asset_name, viscous, physics_dt, physics)
+    dr_record, warns = build_dr_record(ctx.result, rep, policy, rb_params, str(ctx.fit_dir / RESULT_FILE))
+    src, w2 = generate_module(dr_record, asset_name, viscous, physics_dt, physics)
     warns += w2
-    payload["warnings"] = warns
-    payload["isaaclab"] = {"asset_name": asset_name, "viscous": viscous, "physics_dt": physics_dt, "physics": physics}
-    pj, py = write_neutral(out_dir, payload, stem)
+    dr_record["warnings"] = warns
+    dr_record["isaaclab"] = {"asset_name": asset_name, "viscous": viscous, "physics_dt": physics_dt, "physics": physics}
+    pj, py = write_neutral(out_dir, dr_record, stem)
     pm = Path(out_dir) / f"{stem}_isaaclab.py"
     atomic_write_text(pm, src)
     return {"json": pj, "yaml": py, "module": pm}, warns
