@@ -379,7 +379,8 @@ def refine_point(objective: ReplayObjective, x0: np.ndarray, max_iter: int = 10,
                  delay_neighbours: int | None = 0) -> np.ndarray:
     """Refine ``x0`` (normalized, (D,)) to the local least-squares minimum; returns the best point.
 
-    With ``delay_neighbours=0`` the delay of ``x0`` is kept; ``None`` tries every delay.
+    With ``delay_neighbours=0`` the delay of ``x0`` is kept; ``None`` tries every delay. No caller in the fit:
+    kept for the interval tests, which polish the true point to the local optimum the intervals are centred on.
     """
     ref = LMRefiner(objective, RefineSettings(max_iter=max_iter, delay_neighbours=delay_neighbours))
     return ref.run(ref.start(x0)).best().x
