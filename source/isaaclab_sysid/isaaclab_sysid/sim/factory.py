@@ -15,15 +15,12 @@ from typing import Any
 
 from isaaclab_sysid.robots import Robot
 from isaaclab_sysid.sim.interface import ReplayBackend, ReplayOptions
+from isaaclab_sysid.sim.local_backend import BACKENDS, BackendUnavailableError, local_backend
 
-BACKENDS = ("mujoco", "isaaclab")
+__all__ = ["BACKENDS", "BackendUnavailableError", "RayOptions", "Wrap", "make_backend"]
 
 #: a function applied to the built backend (on each worker with Ray), e.g. the state-age model
 Wrap = Callable[[ReplayBackend], ReplayBackend]
-
-
-class BackendUnavailableError(RuntimeError):
-    """The requested backend cannot be built in this environment."""
 
 
 @dataclass(frozen=True)
@@ -57,28 +54,8 @@ def make_backend(name: str, robot: Robot, options: ReplayOptions | None = None, 
     options = options or ReplayOptions()
     if ray is not None:
         return _ray_backend(name, robot, options, ray, wrap, log, kwargs)
-    backend = _local_backend(name, robot, options, kwargs)
+    backend = local_backend(name, robot, options, **kwargs)
     return wrap(backend) if wrap is not None else backend
-
-
-def _local_backend(name: str, robot: Robot, options: ReplayOptions, kwargs: dict[str, Any]) -> ReplayBackend:
-    if name == "mujoco":
-        try:
-            from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
-        except ImportError as exc:  # pragma: no cover - depends on the checkout
-            raise BackendUnavailableError(f"the MuJoCo backend is not available: {exc}") from exc
-        return MujocoBackend(robot, options, **kwargs)
-    if name == "isaaclab":
-        try:
-            from isaaclab_sysid.sim.isaaclab_backend import IsaacLabBackend  # type: ignore[import-not-found]
-        except ImportError as exc:
-            raise BackendUnavailableError(
-                "backend 'isaaclab' is not available: it needs the [isaaclab] extra "
-                "(pip install -e '.[isaaclab]') and isaaclab_sysid.sim.isaaclab_backend "
-                f"({exc}); use --backend mujoco"
-            ) from exc
-        return IsaacLabBackend(robot, options, **kwargs)
-    raise BackendUnavailableError(f"unknown backend '{name}' (choose from {', '.join(BACKENDS)})")
 
 
 def _ray_backend(name: str, robot: Robot, options: ReplayOptions, ray: RayOptions, wrap: Wrap | None,

@@ -19,6 +19,7 @@ from isaaclab_sysid.robots.config import RobotConfig
 from isaaclab_sysid.robots.overrides import LinkInertial
 from isaaclab_sysid.robots.robot import Robot
 from isaaclab_sysid.sim.interface import ReplayBackend, ReplayOptions
+from isaaclab_sysid.sim.local_backend import local_backend
 
 #: the package root (``isaaclab_sysid/``)
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +64,7 @@ class BackendRecipe:
     """Everything a worker needs to build its backend (pickled to every worker once).
 
     Attributes:
-        backend: the backend name of :func:`isaaclab_sysid.sim.factory.make_backend`.
+        backend: the backend name of :func:`isaaclab_sysid.sim.local_backend.local_backend`.
         config: the robot config; ``urdf``: its URDF file's bytes (a worker whose
             machine lacks that file, or holds another, writes these to a private file).
         link_inertials: the robot's inertial overrides (``--nominal``).
@@ -98,8 +99,6 @@ class BackendRecipe:
 
     def build(self) -> ReplayBackend:
         """The backend (on a worker)."""
-        from isaaclab_sysid.sim.factory import make_backend
-
-        be = make_backend(self.backend, self.robot(), self.options, **self.kwargs)
+        be = local_backend(self.backend, self.robot(), self.options, **self.kwargs)
         return self.wrap(be) if self.wrap is not None else be
 
