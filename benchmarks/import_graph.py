@@ -143,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     files = sorted(ROOT.rglob("*.py"))
     up: list[tuple[str, str, int, bool, str, str]] = []
     unit_edges: dict[str, set[str]] = defaultdict(set)
+    module_edges: dict[str, set[str]] = defaultdict(set)
+    modules = {module_name(p) for p in files}
     edge_examples: dict[tuple[str, str], list[str]] = defaultdict(list)
     sizes: list[tuple[int, str]] = []
     funcs: list[tuple[int, str]] = []
@@ -159,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         src_layer = layer_of(mod)
         for target, line, lazy in imports_of(tree):
             n_imports += 1
+            tm = target if target in modules else target.rsplit(".", 1)[0]  # from pkg.mod import name
+            if tm in modules and tm != mod:
+                module_edges[mod].add(tm)
             su, tu = unit_of(mod), unit_of(target)
             if su != tu:
                 unit_edges[su].add(tu)
@@ -199,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ntwo-unit circles (A imports B and B imports A): {len(mutual)}")
     for a, b in mutual:
         print(f"  {a} <-> {b}: {edge_examples[(a, b)][0]}  |  {edge_examples[(b, a)][0]}")
+
+    mod_comps = sccs(module_edges)
+    print(f"\nimport circles between modules (lazy imports included): {len(mod_comps)}")
+    for comp in mod_comps:
+        print(f"  {{{', '.join(comp)}}}")
 
     print(f"\nthe {args.top} largest files (lines):")
     for n, rel in sorted(sizes, reverse=True)[: args.top]:
