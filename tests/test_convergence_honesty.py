@@ -163,7 +163,8 @@ def test_cmaes_that_stopped_improving_is_converged():
 
 
 # ------------------------------------------------------------------ the search, the result file and the report
-def test_search_records_prints_and_reports_an_unconverged_stage(tmp_path):
+def _fake_search(tmp_path, strategy: str, generations: int):
+    """A Search on the fake backend (three groups, no delay), one refinement iteration; and its log lines."""
     from isaaclab_sysid.fit.loss import LossWeights
     from isaaclab_sysid.fit.problem import FitProblem
     from isaaclab_sysid.fit.search import Search, SearchSettings
@@ -172,10 +173,15 @@ def test_search_records_prints_and_reports_an_unconverged_stage(tmp_path):
     space = _space(GROUPS[:3])
     problem = FitProblem(_runs(), [], load_robot("franka_panda"), space, FakeBackend(), LossWeights(), np.ones(2))
     x0 = _no_delay_start(space)
-    settings = SearchSettings(CmaesSettings(popsize=6, max_iter=2, seed=0, x0=tuple(x0)), refine_iter=1,
-                              quiet=True, strategy="cmaes")
+    settings = SearchSettings(CmaesSettings(popsize=6, max_iter=generations, seed=0, x0=tuple(x0)), refine_iter=1,
+                              quiet=True, strategy=strategy)
     lines: list[str] = []
-    res = Search(problem, settings, tmp_path, log=lines.append).run(x0_extra=x0)
+    return Search(problem, settings, tmp_path, log=lines.append), x0, lines
+
+
+def test_search_records_prints_and_reports_an_unconverged_stage(tmp_path):
+    search, x0, lines = _fake_search(tmp_path, "cmaes", 2)
+    res = search.run(x0_extra=x0)
     assert [v.stage for v in res.convergence] == ["cmaes", "refine"]
     assert not any(v.converged for v in res.convergence)
     assert any(line.startswith("warning:") and "--refine_iter" in line for line in lines), lines
@@ -195,18 +201,7 @@ def test_search_records_prints_and_reports_an_unconverged_stage(tmp_path):
 
 
 def test_fast_strategy_search_records_the_fast_paths_verdict(tmp_path):
-    from isaaclab_sysid.fit.loss import LossWeights
-    from isaaclab_sysid.fit.problem import FitProblem
-    from isaaclab_sysid.fit.search import Search, SearchSettings
-    from isaaclab_sysid.robots import load_robot
-
-    space = _space(GROUPS[:3])
-    problem = FitProblem(_runs(), [], load_robot("franka_panda"), space, FakeBackend(), LossWeights(), np.ones(2))
-    x0 = _no_delay_start(space)
-    settings = SearchSettings(CmaesSettings(popsize=6, max_iter=4, seed=0, x0=tuple(x0)), refine_iter=1,
-                              quiet=True, strategy="fast")
-    lines: list[str] = []
-    search = Search(problem, settings, tmp_path, log=lines.append)
+    search, x0, lines = _fake_search(tmp_path, "fast", 4)
     res = search.run(x0_extra=x0)
     assert res.convergence[0].stage == "fast" and not res.convergence[0].converged
     assert [v.stage for v in res.convergence] == (["fast", "cmaes", "refine"] if search.fell_back else ["fast"])
