@@ -224,8 +224,6 @@ def refine(obj: ClieObjective, log=print) -> ClieResult:  # noqa: ANN001 - a pri
             res = _attempt(obj, z, o)
             # trf evaluates the Jacobian once at its start and once after every accepted step
             accepted = max(int(res.njev or 0) - 1, 0)
-            if accepted == 0:  # nothing accepted: the attempt ends where it began (scipy may report a trial point)
-                res.x, res.cost = z, cost
             z, gain, cost = res.x, cost - float(res.cost), float(res.cost)
             rec["evaluations"] += int(res.nfev)
             rec["jacobians"] += int(res.njev or 0)
