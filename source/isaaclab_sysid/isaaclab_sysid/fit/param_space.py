@@ -61,6 +61,12 @@ GROUPS: dict[str, GroupInfo] = {
         GroupInfo("dynamic_ratio", "-", (0.0, 1.0), True, "dynamic_ratio", 1.0, 0.8, "dynamic/static friction ratio"),
         GroupInfo("stribeck_velocity", "rad/s", (0.01, 0.2), True, "stribeck_velocity", 0.05, 0.2,
                   "Stribeck velocity of the static-friction model"),
+        GroupInfo("torque_offset", "N m", (-2.0, 2.0), True, "torque_offset", 0.0, 0.5,
+                  "offset (bias) of a torque run's logged torque"),
+        GroupInfo("kp", "N m/rad", (0.1, 200.0), True, "kp", 0.0, 0.2, "joint-PD stiffness of a servo"),
+        GroupInfo("kd", "N m s/rad", (0.0, 20.0), True, "kd", 0.0, 0.2, "joint-PD damping of a servo"),
+        GroupInfo("encoder_offset", "rad", (-0.1, 0.1), True, "encoder_offset", 0.0, 0.5,
+                  "encoder calibration error (logged = true + offset)"),
     )
 }
 assert tuple(GROUPS) == PARAM_GROUPS, "GROUPS must list the backend contract's groups in order"

@@ -18,7 +18,8 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.sim.shooting import run_windows
 
 #: Every parameter group a backend may support (see DESIGN: "Parameters fitted by replay").
-PARAM_GROUPS = ("armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio", "stribeck_velocity")
+PARAM_GROUPS = ("armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio", "stribeck_velocity",
+                "torque_offset", "kp", "kd", "encoder_offset")
 
 
 class UnsupportedParameterError(ValueError):
@@ -66,6 +67,12 @@ class CandidateBatch:
         dynamic_ratio: (P, N) dynamic/static friction ratio Fc / Fs in [0, 1].
         stribeck_velocity: (P, N) Stribeck velocity vs [rad/s] of the static model (None: the
             backend's ``ReplayOptions.stribeck_velocity``).
+        torque_offset: (P, N) offset of a torque run's logged torque [N m]: the torque that acted is
+            ``logged - torque_offset`` (a torque sensor's bias; torque runs only).
+        kp: (P, N) joint-PD stiffness [N m/rad] replacing the runs' stated gains (servos whose gains are unknown).
+        kd: (P, N) joint-PD damping [N m s/rad] replacing the runs' stated gains.
+        encoder_offset: (P, N) encoder calibration error [rad]: the logged (and controlled) position is
+            ``true + encoder_offset``.
     """
 
     armature: np.ndarray | None = None
@@ -75,6 +82,10 @@ class CandidateBatch:
     mu_static: np.ndarray | None = None
     dynamic_ratio: np.ndarray | None = None
     stribeck_velocity: np.ndarray | None = None
+    torque_offset: np.ndarray | None = None
+    kp: np.ndarray | None = None
+    kd: np.ndarray | None = None
+    encoder_offset: np.ndarray | None = None
 
     @property
     def size(self) -> int:
