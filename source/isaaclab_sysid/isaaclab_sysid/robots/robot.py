@@ -155,7 +155,8 @@ class Robot:
         Locked joints are fixed, so ``model.nq == model.nv == N``.
         """
         model = pin.buildModelFromXML(self.urdf_text())
-        parent = model.getFrameId(self.config.ee_link)
+        # BODY: a link may share its name with a joint (SO-100: link and joint 'gripper')
+        parent = model.getFrameId(self.config.ee_link, pin.FrameType.BODY)
         if parent >= len(model.frames):
             raise RobotConfigError(f"ee_link '{self.config.ee_link}' not found in the Pinocchio model")
         pf = model.frames[parent]
