@@ -165,11 +165,12 @@ class Run:
     def sample_ticks(self) -> np.ndarray:
         """(T,) physics tick of each row, counted from the first row (tick 0).
 
-        A 50 Hz log's row k sits at tick k * 20; a 1 kHz log's rows are its ticks.
+        A 50 Hz log's row k sits at tick k * 20 (30 Hz: the tick nearest k * 33.3); a 1 kHz log's rows are its ticks.
         """
         if self.tick is not None:
             return (self.tick - self.tick[0]).astype(np.int64)
-        return np.arange(self.n_samples, dtype=np.int64) * self.ticks_per_setpoint
+        # row k at the tick nearest k / rate (a 30 Hz row every 33 or 34 ticks; exact for rates dividing 1000)
+        return np.round(np.arange(self.n_samples) * (TICK_HZ / self.meta.control_rate_hz)).astype(np.int64)
 
     def setpoints(self) -> tuple[np.ndarray, np.ndarray]:
         """Setpoint schedule: ticks (K,) at which each setpoint takes effect, and values (K, D).

@@ -35,7 +35,9 @@ from isaaclab_sysid.sim.interface import (
     replay_gravity,
 )
 from isaaclab_sysid.sim.schedule import CONTROLLER_IDS, RunSchedule, schedule_of
+from isaaclab_sysid.sim.servo import servo_arrays, servo_job_arrays
 from isaaclab_sysid.sim.shooting import run_windows
+from isaaclab_sysid.sim.torque_input import torque_offset_arrays, window_input
 from isaaclab_sysid.timebase import TICK_S
 
 GRAVITY = 9.81
@@ -89,8 +91,8 @@ class MujocoBackend(ReplayBackend):
     """
 
     name = "mujoco"
-    supported_groups = frozenset({"armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio",
-                                  "stribeck_velocity"})
+    supported_groups = frozenset({"armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio", "torque_offset",
+                                  "stribeck_velocity", "kp", "kd", "encoder_offset"})
 
     def __init__(
         self,
@@ -184,7 +186,9 @@ class MujocoBackend(ReplayBackend):
     def _params(self, batch: CandidateBatch) -> dict[str, np.ndarray]:
         if batch.mu_static is not None and self._stribeck is not None:
             raise ValueError("a backend built with a fixed Stribeck friction cannot also take a fitted mu_static")
-        return candidate_arrays(batch, self._nominal, self.n_dof)
+        out = candidate_arrays(batch, self._nominal, self.n_dof)
+        out.update(servo_arrays(batch, self.n_dof))
+        return out
 
     # -------------------------------------------------------------- rollout
     def rollout(
@@ -210,6 +214,7 @@ class MujocoBackend(ReplayBackend):
         """
         check_supported(batch, self.supported_groups, self.name)
         params = self._params(batch)
+        params.update(torque_offset_arrays(batch, self.n_dof))  # torque runs: the torque that acted is logged - offset
         p_count = batch.size
         scheds = [schedule_of(r, self.n_dof) for r in runs]
         n = self.n_dof
@@ -269,11 +274,17 @@ class MujocoBackend(ReplayBackend):
         job.controller = CONTROLLER_IDS[s.controller]
         if s.controller == "torque":
             q0, qd0 = s.q_meas[a], s.dq_meas[a]
-            keep += [q0, qd0]
+            offset = params["torque_offset"][p] if "torque_offset" in params else None
+            # the torque this window reads (less the candidate's offset), its sample ticks shifted to that slice
+            tau_in, ticks_in = window_input(s.torque, s.sample_ticks[a:b], int(params["delay"][p]), offset)
+            keep += [q0, qd0, tau_in, ticks_in]
             job.q_init, job.qd_init = _ptr(q0), _ptr(qd0)
-            job.torque_ff = _ptr(s.torque)
-            job.n_torque = s.torque.shape[0]
+            job.torque_ff = _ptr(tau_in)
+            job.n_torque = tau_in.shape[0]
+            job.sample_tick = _iptr(ticks_in)
         else:
+            if "torque_offset" in params:
+                raise ValueError(f"run '{s.name}': torque_offset applies to torque runs (--replay torque) only")
             job.q_init = _ptr(s.q_init)
         job.site_id = self._site
         job.coriolis = int(bool(law.coriolis_compensation))
@@ -281,8 +292,16 @@ class MujocoBackend(ReplayBackend):
             raise ValueError(f"run '{s.name}': orientation_error '{law.orientation_error}' is not one the native loop "
                              f"computes ({', '.join(ORIENTATION_MODES)})")
         job.orient_rotvec = ORIENTATION_MODES[law.orientation_error]
-        job.kp = _ptr(s.kp)
-        job.kd = _ptr(s.kd)
+        if s.controller == "joint_pd":  # servo groups: gains the run leaves unstated, encoder offset
+            kp, kd, sp_values, q_init, offset = servo_job_arrays(s, params, p)
+            keep += [kp, kd, sp_values, q_init]
+            job.kp, job.kd, job.sp_val, job.q_init = _ptr(kp), _ptr(kd), _ptr(sp_values), _ptr(q_init)
+        else:
+            if "encoder_offset" in params:
+                raise ValueError(f"run '{s.name}': encoder_offset applies to joint_pd (servo) runs only")
+            offset = None
+            job.kp = _ptr(s.kp)
+            job.kd = _ptr(s.kd)
         job.max_pos_err = float(law.max_position_error) if law.max_position_error else 0.0
         job.max_ori_err = float(law.max_orientation_error) if law.max_orientation_error else 0.0
         job.ns_stiffness = float(law.nullspace_stiffness or 0.0)
@@ -321,3 +340,5 @@ class MujocoBackend(ReplayBackend):
             raise RuntimeError(f"native replay refused run '{s.name}' (code {rc})")
         if rc == 1:
             out.diverged[p] = True
+        if offset is not None:  # the logged position is true + offset
+            out.q[p, a:b] += offset
