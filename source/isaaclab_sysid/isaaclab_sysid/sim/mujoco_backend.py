@@ -293,13 +293,13 @@ class MujocoBackend(ReplayBackend):
                              f"computes ({', '.join(ORIENTATION_MODES)})")
         job.orient_rotvec = ORIENTATION_MODES[law.orientation_error]
         if s.controller == "joint_pd":  # servo groups: gains the run leaves unstated, encoder offset
-            kp, kd, sp_values, q_init, offset = servo_job_arrays(s, params, p)
+            kp, kd, sp_values, q_init, enc_offset = servo_job_arrays(s, params, p)
             keep += [kp, kd, sp_values, q_init]
             job.kp, job.kd, job.sp_val, job.q_init = _ptr(kp), _ptr(kd), _ptr(sp_values), _ptr(q_init)
         else:
             if "encoder_offset" in params:
                 raise ValueError(f"run '{s.name}': encoder_offset applies to joint_pd (servo) runs only")
-            offset = None
+            enc_offset = None
             job.kp = _ptr(s.kp)
             job.kd = _ptr(s.kd)
         job.max_pos_err = float(law.max_position_error) if law.max_position_error else 0.0
@@ -340,5 +340,5 @@ class MujocoBackend(ReplayBackend):
             raise RuntimeError(f"native replay refused run '{s.name}' (code {rc})")
         if rc == 1:
             out.diverged[p] = True
-        if offset is not None:  # the logged position is true + offset
-            out.q[p, a:b] += offset
+        if enc_offset is not None:  # the logged position is true + encoder offset
+            out.q[p, a:b] += enc_offset
