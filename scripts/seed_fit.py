@@ -1,7 +1,9 @@
 """Write a starting point for the replay fit from a rigid-body identification.
 
 The armature, Coulomb friction and viscous friction per joint come from the
-SDP-reconstructed standard set in an ``rb_params.json`` (``identify_rigid_body.py``).
+SDP-reconstructed standard set in an ``rb_params.json`` (``identify_rigid_body.py``), and the
+per-joint torque offsets (``--fit_groups ...,torque_offset`` of ``--replay torque``) from its
+offset column when the identification had one.
 The actuator delay is seeded only on request: ``--delay N`` [1 kHz ticks], or
 ``--delay-runs FILE...`` for a cross-correlation of commanded and measured torque
 on runs whose command does not react to the response (steps, open loop; on

@@ -19,7 +19,7 @@ from isaaclab_sysid.data import read_run, write_run
 from isaaclab_sysid.data.torque_runs import TorqueRunError, TorqueSource, torque_run
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
-from isaaclab_sysid.fit.pipeline import run_fit
+from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.fit.problem import build_problem
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.robots import load_robot
@@ -55,17 +55,24 @@ def robot():
     return load_robot("franka_panda")
 
 
-def _torque_logged(robot, target, seed, noise=TORQUE_NOISE):
+#: a torque sensor's bias: the logged torque is the one that acted + this [N m] (the LS offsets of a real Franka
+#: log span -0.20..+0.09 N m)
+OFFSET = np.array([0.15, -0.20, 0.09, -0.08, 0.05, -0.06, 0.04])
+
+
+def _torque_logged(robot, target, seed, noise=TORQUE_NOISE, offset=None):
     run = record_twin(robot, target, TRUTH, seed=seed, log_rate_hz=1000)  # tau: the torque the PD law applied
     rng = np.random.default_rng(100 + seed)
-    return dataclasses.replace(run, tau=_lead(run.tau, DELAY) + noise * rng.standard_normal(run.tau.shape))
+    tau = _lead(run.tau, DELAY) + noise * rng.standard_normal(run.tau.shape)
+    return dataclasses.replace(run, tau=tau if offset is None else tau + offset)
 
 
-def _write_twin(robot, d, noise=TORQUE_NOISE):
-    fit = _torque_logged(robot, joint_target(robot, 6.0, seed=11, name="fit_multisine"), seed=1, noise=noise)
+def _write_twin(robot, d, noise=TORQUE_NOISE, offset=None, fit_s=6.0):
+    fit = _torque_logged(robot, joint_target(robot, fit_s, seed=11, name="fit_multisine"), seed=1, noise=noise,
+                         offset=offset)
     stiff = (1.6 * np.array([600, 600, 600, 600, 250, 150, 50.0]), 1.4 * np.array([50, 50, 50, 50, 30, 25, 15.0]))
     held = _torque_logged(robot, joint_target(robot, 4.0, seed=29, name="heldout_multisine", kp=stiff[0], kd=stiff[1]),
-                          seed=2, noise=noise)
+                          seed=2, noise=noise, offset=offset)
     return write_run(fit, d / "fit_multisine.csv")[0], write_run(held, d / "heldout_multisine.csv")[0], d
 
 
@@ -205,3 +212,69 @@ def test_noisy_torque_is_called_a_misfit(robot, tmp_path):
 
     rep = intervals_for(FitContext.load(run_dir), log=lambda s: None)
     assert all(not iv.reliable for iv in rep.chosen().intervals if iv.group != "delay")
+
+
+def test_a_constant_torque_offset_is_recovered_within_its_interval(robot, tmp_path):
+    """The logged torque carries a constant per-joint bias (a torque sensor's offset): the group torque_offset
+    (the torque that acted is logged - offset) recovers every joint's offset inside its 95 % interval, and the
+    replay applies exactly logged - offset (the same states as the unbiased log without the group)."""
+    fit_csv, held_csv, _ = _write_twin(robot, tmp_path, offset=OFFSET, fit_s=4.0)
+    # the backend: logged - offset is what acts
+    run = torque_run(read_run(fit_csv), TorqueSource("tau", includes_gravity=False))
+    clean = dataclasses.replace(run, tau=run.tau - OFFSET)
+    be = MujocoBackend(robot, ReplayOptions(window_ticks=400), n_threads=2)
+    terms = dict(armature=TRUTH.armature[None], friction=TRUTH.friction[None], viscous=TRUTH.viscous[None],
+                 delay=np.array([DELAY]))
+    a = be.rollout(CandidateBatch(**terms, torque_offset=OFFSET[None]), [run])[0]
+    b = be.rollout(CandidateBatch(**terms), [clean])[0]
+    assert np.max(np.abs(a.q - b.q)) < 1e-12 and np.max(np.abs(a.tau - b.tau)) < 1e-12
+    out = run_fit(_args(fit_csv, held_csv, tmp_path / "out", fit_groups="armature,friction,viscous,delay,torque_offset",
+                        torque_offset_bounds=(-1.0, 1.0)), log=lambda s: None)
+    res = FitResult.read(out / "sysid_best_params.json")
+    assert int(res.values["delay"]) == DELAY
+    off = np.asarray(res.values["torque_offset"])
+    from isaaclab_sysid.export.build import FitContext, intervals_for
+
+    ctx = FitContext.load(out)
+    rep = intervals_for(ctx, log=lambda s: None)
+    joints = list(ctx.space.joint_names)
+    ivs = [iv for iv in rep.chosen().intervals if iv.group == "torque_offset"]
+    print(f"\noffset fitted {np.round(off, 4)} N m, truth {OFFSET}")
+    print("  95 % intervals: " + ", ".join(f"[{iv.lower:.3f}, {iv.upper:.3f}]" for iv in ivs))
+    assert len(ivs) == 7
+    for iv in ivs:
+        t = OFFSET[joints.index(iv.joint)]
+        assert iv.lower is not None and iv.upper is not None and iv.lower < t < iv.upper, (iv.joint, t, iv)
+        assert iv.upper - iv.lower < 0.2  # informative: narrower than the offsets themselves span
+    assert not [h for h in res.at_bounds() if h.group == "torque_offset"]
+
+
+def test_seed_fit_carries_the_ls_offsets_into_the_torque_offset_start(robot, tmp_path):
+    """seed_fit.py: the LS offset column (logged = model + offset) seeds torque_offset with its sign; the fit's start
+    point takes it when the group is fitted."""
+    from isaaclab_sysid.fit.problem import build_space, start_point
+    from isaaclab_sysid.rigid_body.fit_seed import build_seed, write_seed
+    from isaaclab_sysid.rigid_body.io import RbParams
+
+    names = robot.joint_names
+    std = {f"{j}.{t}": v for j in names for t, v in (("armature", 0.1), ("coulomb", 0.2), ("viscous", 0.3))}
+    std.update({f"{j}.offset": float(o) for j, o in zip(names, OFFSET)})
+    p = tmp_path / "rb_params.json"
+    RbParams.write(p, {"robot": robot.name, "output": {"signal": "tau_J", "unit": "N m"},
+                       "base_parameters": {"names": ["a"], "qr": {"n_samples": 10, "seed": 0, "tol": 1e-8}},
+                       "reconstruction": {"standard": std}})
+    seed = build_seed(p, names)
+    assert np.allclose(seed.values["torque_offset"], OFFSET) and "torque_offset" in seed.sources
+    path = write_seed(tmp_path / "seed.json", seed)
+    args = FitArgs.build(real_csv=["x.csv"], fit_groups="armature,friction,viscous,delay,torque_offset",
+                         torque_offset_bounds=(-1.0, 1.0))
+    space = build_space(args, names)
+    x = start_point(str(path), space)
+    assert np.allclose(space.decode(x)["torque_offset"], OFFSET)
+    # an identification without the offset column seeds no offset (the fit starts at zero offset)
+    RbParams.write(p, {"robot": robot.name, "output": {"signal": "tau_J", "unit": "N m"},
+                       "base_parameters": {"names": ["a"], "qr": {"n_samples": 10, "seed": 0, "tol": 1e-8}},
+                       "reconstruction": {"standard": {k: v for k, v in std.items() if not k.endswith(".offset")}}})
+    assert "torque_offset" not in build_seed(p, names).values
+    with pytest.raises(FitError, match="--replay torque only"):
+        build_problem(FitArgs.build(real_csv=["x.csv"], fit_groups="armature,torque_offset"), log=lambda s: None)

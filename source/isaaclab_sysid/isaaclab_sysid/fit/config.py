@@ -104,6 +104,8 @@ class ParamsConfig:
     """Bounds of the per-joint dynamic/static friction ratio [-]."""
     stribeck_velocity_bounds: tuple[float, float] = _bounds("stribeck_velocity")
     """Bounds of the per-joint Stribeck velocity [rad/s] (when the stribeck_velocity group is fitted)."""
+    torque_offset_bounds: tuple[float, float] = _bounds("torque_offset")
+    """Bounds of the per-joint torque offset [N m] (--replay torque: the torque that acted is logged - offset)."""
     stribeck_velocity: float = 0.05
     """Stribeck velocity of the static-friction group [rad/s] when not fitted: friction Fc + (Fs - Fc) exp(-(v/vs)^2)."""
 

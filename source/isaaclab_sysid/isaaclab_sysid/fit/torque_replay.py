@@ -39,6 +39,8 @@ def check_torque_args(args: FitArgs) -> None:
     if not r.max_batch_mb > 0:
         raise FitError("--max_batch_mb must be > 0 [MB]")
     if r.replay != "torque":
+        if "torque_offset" in args.params.groups():
+            raise FitError("--fit_groups torque_offset: the offset of a logged torque applies to --replay torque only")
         return
     if r.torque_signal is None:
         raise FitError("--replay torque needs --torque_signal tau_J|tau|current (which logged torque acted on the joints)")

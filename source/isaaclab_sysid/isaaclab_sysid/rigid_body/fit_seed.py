@@ -3,7 +3,10 @@
 The least-squares regressor carries per-joint armature, viscous and Coulomb columns:
 the same quantities the replay fit tunes. They make a ``best_params_decoded`` file
 that ``sysid_franka_osc.py --x0 FILE`` starts from; groups the file lacks keep the
-fit's default start.
+fit's default start. Its constant per-joint ``offset`` column (logged = model + offset)
+seeds the torque replay's ``torque_offset`` group (the torque that acted is logged -
+offset, the same sign) when the identification had that column; a fit that does not
+fit the group ignores it.
 
 The actuator delay is seeded only when asked: by a given value, or by the
 cross-correlation of commanded and measured torque (the lag of its peak) on runs
@@ -43,7 +46,8 @@ class FitSeed:
     """Starting values for the replay fit.
 
     Attributes:
-        values: fit key (``armature`` [kg m^2], ``friction`` [N m], ``viscous`` [N m s/rad])
+        values: fit key (``armature`` [kg m^2], ``friction`` [N m], ``viscous`` [N m s/rad],
+            ``torque_offset`` [N m, of the identified signal] when the LS had the offset column)
             -> (N,) values, and ``motor_delay_steps`` -> int [1 kHz ticks] when estimated.
         sources: where each value came from.
         clipped: "<key>[<joint>]" entries that were negative and set to 0.
@@ -88,6 +92,9 @@ def joint_terms_from_rb_params(path: str | Path, joint_names: Sequence[str]) -> 
         v = np.array([float(std[n]) for n in names])
         clipped += [f"{key}[{j}]" for j, x in zip(joint_names, v) if x < 0]
         values[key] = np.maximum(v, 0.0)
+    offsets = [f"{j}.offset" for j in joint_names]
+    if all(n in std for n in offsets):  # signed: logged = model + offset, so the torque that acted is logged - offset
+        values["torque_offset"] = np.array([float(std[n]) for n in offsets])
     src = f"{path} (reconstruction.standard, output {rb.signal} [{rb.unit}])"
     return values, clipped, src
 
@@ -119,7 +126,7 @@ def build_seed(
     max_lag_ticks: int = 20,
     delay_ticks: int | None = None,
 ) -> FitSeed:
-    """Joint terms from ``rb_params``; the delay from ``delay_ticks`` if given, else by
+    """Joint terms (and the torque offsets, when identified) from ``rb_params``; the delay from ``delay_ticks`` if given, else by
     cross-correlation on ``delay_runs`` (open-loop or step runs), else left out."""
     values, clipped, src = joint_terms_from_rb_params(rb_params, joint_names)
     sources = {k: src for k in values}

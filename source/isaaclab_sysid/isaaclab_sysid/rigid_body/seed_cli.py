@@ -1,7 +1,8 @@
 """The command behind ``scripts/seed_fit.py``: a start point for the replay fit from ``rb_params.json``.
 
 The armature, Coulomb friction and viscous friction per joint come from the
-SDP-reconstructed standard set (:mod:`.fit_seed`); the actuator delay only on
+SDP-reconstructed standard set (:mod:`.fit_seed`), and the torque offsets (the torque
+replay's ``torque_offset`` group) from its offset column when it has one; the actuator delay only on
 request (``--delay N`` or ``--delay-runs FILE...``). A bad flag or file stops with
 one line ``error: ...`` and exit status 2 (:func:`main_from_args`).
 """
@@ -21,7 +22,7 @@ from isaaclab_sysid.robots.config import RobotConfigError
 
 @dataclass
 class SeedArgs:
-    """Seed the CMA-ES replay fit from rb_params.json (armature, friction, viscous; delay on request)."""
+    """Seed the CMA-ES replay fit from rb_params.json (armature, friction, viscous, torque offsets; delay on request)."""
 
     rb_params: Path
     """rb_params.json written by identify_rigid_body.py (its joint terms seed the fit)."""
@@ -74,6 +75,8 @@ def print_seed(seed: FitSeed, robot_name: str, path: Path) -> None:
     for key, v in seed.values.items():
         shown = str(v) if key == "motor_delay_steps" else " ".join(f"{a:.4g}" for a in v)
         print(f"  {key:>17}: {shown}   <- {seed.sources[key]}")
+    if "torque_offset" not in seed.values:
+        print("      torque_offset: not seeded (rb_params.json has no offset column)")
     if "motor_delay_steps" not in seed.values:
         print("  motor_delay_steps: not seeded (the fit starts mid-range; --delay or --delay-runs to seed it)")
     if seed.clipped:
