@@ -121,3 +121,96 @@ def test_bad_datasets(tmp_path):
     with pytest.raises(RunFormatError) as exc:
         import_runs(tmp_path / "c", "lerobot", mapping(tmp_path), None, log=lambda s: None)
     assert str(exc.value).split(": ", 1)[1].startswith("episode 0 frame 12, column observation.state[motor_0.pos]")
+
+
+# ------------------------------------------------------------------ SO-101 (servo arm) datasets
+SO101 = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+SO_UNITS = ["range_m100_100"] * 5 + ["range_0_100"]  # LeRobot's defaults (use_degrees=False)
+
+
+def write_so101(root: Path, tmp: Path, units=SO_UNITS, episodes=(90, 60), drive=(0, 1, 0, 0, 1, 0)):
+    """An SO-101 dataset in LeRobot's units with its calibration file; returns the true angles [rad] per episode."""
+    from isaaclab_sysid.data.importers.lerobot_dataset import (Episode, json_calibration, write_calibration,
+                                                               write_lerobot_dataset)
+    from isaaclab_sysid.data.importers.lerobot_units import MotorCalibration, from_radians
+
+    cal = json_calibration(SO101, [2047, 2100, 1990, 2050, 2048, 2300], [1300, 1150, 1100, 1080, 1800, 700], drive)
+    write_calibration(tmp / "so101_follower.json", cal)
+    mc = {m: MotorCalibration(c["drive_mode"], 0, c["range_min"], c["range_max"]) for m, c in cal.items()}
+    truth, eps = [], []
+    for e, n in enumerate(episodes):
+        t = np.arange(n) / 30.0
+        q = 0.4 * np.sin(2 * np.pi * 0.3 * t[:, None] + np.arange(6) + e) + np.array([0, 0, 0, 0, 0, 0.6])
+        act = q + 0.02
+        conv = lambda a: np.stack([from_radians(a[:, j], units[j], mc[SO101[j]]) for j in range(6)], axis=1)  # noqa
+        eps.append(Episode(state=conv(q), action=conv(act)))
+        truth.append((q, act))
+    write_lerobot_dataset(root, eps, SO101, 30)
+    return truth
+
+
+def so_mapping(tmp: Path, **features) -> Path:
+    feats = {"q": {"feature": "observation.state"}, "dq": "differentiate", "tau": "none",
+             "targets": {"feature": "action"}, "units": SO_UNITS, "calibration": "so101_follower.json",
+             "state_age_ms": 5}
+    feats.update(features)
+    feats = {k: v for k, v in feats.items() if v is not None}
+    p = tmp / "so101.yaml"
+    p.write_text(yaml.safe_dump({"robot": "so101", "controller": "joint_pd", "gains": "unknown",
+                                 "gravity_compensated": False, "features": feats}))
+    return p
+
+
+def test_so101_normalized_range_with_calibration(tmp_path):
+    """LeRobot's normalized range (arm -100..100, gripper 0..100, drive modes) -> radians about the range's
+    middle, within float32 of the truth; 30 Hz rows, the action as the setpoints, gains unstated, state age kept."""
+    truth = write_so101(tmp_path / "ds", tmp_path)
+    runs, reps = import_runs(tmp_path / "ds", "lerobot", so_mapping(tmp_path), tmp_path / "out", log=lambda s: None)
+    assert len(runs) == 2 and not reps[0].resampled
+    for (q, act), r in zip(truth, runs):
+        run = read_run(tmp_path / "out" / f"{r.name}.csv")
+        np.testing.assert_allclose(run.q, q, atol=2e-6)
+        np.testing.assert_allclose(run.q_des, act, atol=2e-6)
+        assert run.meta.control_rate_hz == 30 and run.meta.state_age_ms == 5
+        assert np.isnan(run.meta.kp).all() and np.isnan(run.meta.kd).all()
+        assert run.meta.gravity_compensated is False
+        np.testing.assert_array_equal(run.sample_ticks()[:4], [0, 33, 67, 100])
+
+
+def test_servo_degrees_undo_lerobots_4095(tmp_path):
+    """LeRobot's degrees are (raw - mid) 360 / 4095 while a turn is 4096 counts: 90 deg is 0.99976 x pi/2."""
+    from isaaclab_sysid.data.importers.lerobot_units import from_radians, to_radians
+
+    assert to_radians(np.array(90.0), "servo_deg") == pytest.approx(np.pi / 2 * 4095 / 4096, rel=1e-15)
+    x = np.linspace(-2, 2, 9)
+    np.testing.assert_allclose(to_radians(from_radians(x, "servo_deg"), "servo_deg"), x, rtol=1e-14)
+    truth = write_so101(tmp_path / "ds", tmp_path, units=["servo_deg"] * 5 + ["range_0_100"])
+    runs, _ = import_runs(tmp_path / "ds", "lerobot", so_mapping(tmp_path, units=["servo_deg"] * 5 + ["range_0_100"]),
+                          None, log=lambda s: None)
+    np.testing.assert_allclose(runs[0].q, truth[0][0], atol=2e-6)
+
+
+def test_bad_so101_datasets_refused_in_one_line(tmp_path):
+    write_so101(tmp_path / "ds", tmp_path)
+    with pytest.raises(RunFormatError) as exc:
+        import_runs(tmp_path / "ds", "lerobot", so_mapping(tmp_path, calibration=None), None, log=lambda s: None)
+    assert exc.value.column == "features.calibration" and "\n" not in str(exc.value)
+    with pytest.raises(RunFormatError) as exc:
+        import_runs(tmp_path / "ds", "lerobot", so_mapping(tmp_path, units="furlongs"), None, log=lambda s: None)
+    assert exc.value.column == "features.units"
+    cal = json.loads((tmp_path / "so101_follower.json").read_text())
+    cal.pop("wrist_roll")
+    (tmp_path / "so101_follower.json").write_text(json.dumps(cal))
+    with pytest.raises(RunFormatError) as exc:
+        import_runs(tmp_path / "ds", "lerobot", so_mapping(tmp_path), None, log=lambda s: None)
+    assert exc.value.file.endswith("so101_follower.json") and exc.value.column == "wrist_roll"
+    write_so101(tmp_path / "ds2", tmp_path)
+    f = tmp_path / "ds2" / "data" / "chunk-000" / "episode_000001.parquet"
+    t = pq.read_table(f).to_pydict()
+    t["action"][17][5] = float("nan")
+    pq.write_table(pa.table(t), f)
+    with pytest.raises(RunFormatError) as exc:
+        import_runs(tmp_path / "ds2", "lerobot", so_mapping(tmp_path), None, log=lambda s: None)
+    msg = str(exc.value)
+    assert exc.value.file == str(f) and "\n" not in msg
+    assert msg.split(": ", 1)[1].startswith("episode 1 frame 17, column action[gripper.pos]"), msg

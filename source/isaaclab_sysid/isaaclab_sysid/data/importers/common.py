@@ -129,9 +129,13 @@ def load_import_spec(path: str | Path, n_dof_of=None) -> ImportSpec:
     if controller not in CONTROLLERS:
         raise _spec_err(file, "controller", f"expected one of {', '.join(CONTROLLERS)}, got {controller!r}")
     gains = raw.get("gains")
-    if not isinstance(gains, dict):
-        raise _spec_err(file, "gains", "missing: the real controller's {kp: [...], kd: [...]}")
     n_gain = n_dof if controller == "joint_pd" else 6
+    unknown = gains == "unknown" and controller == "joint_pd"  # a servo arm (LeRobot): the fit's kp / kd find them
+    if unknown:
+        gains = {"kp": [None] * n_gain, "kd": [None] * n_gain}
+    if not isinstance(gains, dict):
+        raise _spec_err(file, "gains", "missing: the real controller's {kp: [...], kd: [...]}"
+                        + (" or unknown (a servo arm: fit --groups kp kd)" if controller == "joint_pd" else ""))
     kk = {}
     for key in ("kp", "kd"):
         v = gains.get(key)
@@ -139,6 +143,9 @@ def load_import_spec(path: str | Path, n_dof_of=None) -> ImportSpec:
             v = [v] * n_gain
         if not isinstance(v, list) or len(v) != n_gain:
             raise _spec_err(file, f"gains.{key}", f"expected {n_gain} numbers (or one for all), got {v!r}")
+        if unknown:
+            kk[key] = np.full(n_gain, np.nan)  # unstated (sidecar: null; sim/servo.py)
+            continue
         for i, x in enumerate(v):
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
                 raise _spec_err(file, f"gains.{key}[{i}]", f"gain must be a positive number, got {x!r}")

@@ -10,9 +10,20 @@ robot's joint order, looked up in ``info.json``'s ``names`` of that feature)::
       tau: {feature: observation.effort, names: [...]}    # or: tau: none (not in the dataset: NaN)
       targets: {feature: action, names: [...]}            # joint_pd targets (task_impedance: x, y, z, qx, qy, qz, qw)
 
-``names`` defaults to the mapping's ``joints`` (or the robot's joint names). Stamps are the
+``names`` defaults to the mapping's ``joints`` (or the robot's joint names); a name the feature lacks is
+looked up with LeRobot's ``.pos`` suffix too (``shoulder_pan`` -> ``shoulder_pan.pos``). Stamps are the
 ``timestamp`` column [s]; the grid is ``fps`` unless the mapping sets ``rate_hz``. Errors name the
-parquet file, the episode and the frame index.
+parquet file, the episode and the frame index (or the column).
+
+Servo arms (SO-100 / SO-101, docs/servo_arms.md) add three keys to ``features``::
+
+    units: range_m100_100            # or one per joint: [range_m100_100, ..., range_0_100]
+    calibration: so101_follower.json # LeRobot's calibration file (needed by the range units)
+    state_age_ms: 5                  # the rows' state age 0..N ms (the bus read before each frame)
+
+``units`` (default ``rad``) applies to ``q`` and ``targets`` (:mod:`.lerobot_units`: ``rad``, ``deg``,
+``servo_deg`` = LeRobot's degrees, ``range_m100_100``, ``range_0_100``); every joint is converted to
+radians about the middle of its calibrated range.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ import numpy as np
 
 from isaaclab_sysid.data.errors import RunFormatError
 from isaaclab_sysid.data.importers.common import ImportSpec, Streams, require
+from isaaclab_sysid.data.importers.lerobot_units import NEEDS_CALIBRATION, UNITS, read_calibration, to_radians
 
 REQUIRED_COLUMNS = ("timestamp", "episode_index")
 
@@ -58,6 +70,7 @@ def _select(spec: ImportSpec, info: dict, info_file: str, sig: str, default_feat
     if not isinstance(names, list) or len(names) != n:
         raise RunFormatError(spec.file, None, f"features.{sig}.names", f"expected {n} names, got {names!r}")
     have = _feature_names(info, feature, info_file)
+    names = [x if x in have or f"{x}.pos" not in have else f"{x}.pos" for x in names]  # LeRobot: <motor>.pos
     missing = [x for x in names if x not in have]
     if missing:
         raise RunFormatError(info_file, None, f"features.{feature}.names",
@@ -88,9 +101,10 @@ def read_lerobot(path: str | Path, spec: ImportSpec, n_dof: int) -> tuple[list[S
     fps = info.get("fps")
     if isinstance(fps, bool) or not isinstance(fps, (int, float)) or fps <= 0:
         raise RunFormatError(info_file, None, "fps", f"expected a positive number, got {fps!r}")
-    unknown = set(spec.features) - {"q", "dq", "tau", "targets"}
+    unknown = set(spec.features) - {"q", "dq", "tau", "targets", "units", "calibration", "state_age_ms"}
     if unknown:
-        raise RunFormatError(spec.file, None, f"features.{sorted(unknown)[0]}", "unknown key (q, dq, tau, targets)")
+        raise RunFormatError(spec.file, None, f"features.{sorted(unknown)[0]}",
+                             "unknown key (q, dq, tau, targets, units, calibration, state_age_ms)")
     joints = list(spec.joints) if spec.joints else None
     task = spec.controller == "task_impedance"
     n_t = 7 if task else n_dof
@@ -108,6 +122,7 @@ def read_lerobot(path: str | Path, spec: ImportSpec, n_dof: int) -> tuple[list[S
         raise RunFormatError(spec.file, None, "features.dq", f"expected {{feature, names}} or differentiate, got {sel['dq']!r}")
     if isinstance(sel["tau"], str) and sel["tau"] != "none":
         raise RunFormatError(spec.file, None, "features.tau", f"expected {{feature, names}} or none, got {sel['tau']!r}")
+    convert = _converters(spec, n_dof, task)
     files = sorted(root.glob("data/chunk-*/episode_*.parquet"))
     if not files:
         raise RunFormatError(str(root / "data"), None, "-", "no data/chunk-*/episode_*.parquet files")
@@ -143,8 +158,12 @@ def read_lerobot(path: str | Path, spec: ImportSpec, n_dof: int) -> tuple[list[S
                                              f"value(s); components {max(idx) + 1} needed", row_label=label)
                     block.append([float(val[k]) for k in idx])
                 arr[sig] = np.asarray(block, dtype=float)
+                if sig in ("q", "targets") and convert is not None:
+                    arr[sig] = convert(arr[sig])
             t = np.asarray(table.column("timestamp").to_numpy(zero_copy_only=False), dtype=float)[rows]
             notes = {"episode_index": int(e), "fps": float(fps)}
+            if convert is not None:
+                notes["units"] = f"q and targets converted to rad from {spec.features.get('units')} (lerobot_units.py)"
             if sel["dq"] == "differentiate":
                 arr["dq"] = np.gradient(arr["q"], t, axis=0) if len(t) > 1 else np.zeros_like(arr["q"])
                 notes["dq"] = "not in the dataset: central differences of q"
@@ -159,3 +178,44 @@ def read_lerobot(path: str | Path, spec: ImportSpec, n_dof: int) -> tuple[list[S
                 targets=arr["targets"], names=names, notes=notes,
             ))
     return out, float(fps)
+
+
+def _converters(spec: ImportSpec, n_dof: int, task: bool):
+    """The (T, N) -> (T, N) [rad] conversion of ``q`` and ``targets`` the mapping's ``units`` asks for (None: rad).
+
+    Raises:
+        RunFormatError: an unknown unit, a list of the wrong length, a range unit without ``calibration``,
+            a state age that is not a whole number of ms (the mapping file and key named).
+    """
+    age = spec.features.get("state_age_ms")
+    if age is not None and (isinstance(age, bool) or not isinstance(age, int) or age < 0):
+        raise RunFormatError(spec.file, None, "features.state_age_ms", f"expected an integer >= 0 [ms], got {age!r}")
+    units = spec.features.get("units", "rad")
+    if isinstance(units, str):
+        units = [units] * n_dof
+    if not isinstance(units, list) or len(units) != n_dof or any(u not in UNITS for u in units):
+        raise RunFormatError(spec.file, None, "features.units",
+                             f"expected one of {', '.join(UNITS)} or a list of {n_dof} of them, got {spec.features.get('units')!r}")
+    if all(u == "rad" for u in units):
+        return None
+    if task:
+        raise RunFormatError(spec.file, None, "features.units", "units apply to joint_pd (servo) datasets only")
+    cal = None
+    joints = list(spec.joints) if spec.joints else None
+    if any(u in NEEDS_CALIBRATION for u in units):
+        path = spec.features.get("calibration")
+        if not isinstance(path, str):
+            raise RunFormatError(spec.file, None, "features.calibration",
+                                 f"missing: units {sorted(set(units) & set(NEEDS_CALIBRATION))} need LeRobot's calibration file")
+        p = Path(path) if Path(path).is_absolute() else Path(spec.file).parent / path
+        if joints is None:
+            from isaaclab_sysid.robots import load_robot
+
+            joints = list(load_robot(spec.robot).joint_names)
+        cal = read_calibration(p, joints)
+
+    def convert(a: np.ndarray) -> np.ndarray:
+        return np.stack([to_radians(a[:, j], units[j], None if cal is None else cal[joints[j]])
+                         for j in range(n_dof)], axis=1)
+
+    return convert

@@ -42,10 +42,13 @@ def import_runs(
         from isaaclab_sysid.data.importers.lerobot import read_lerobot
 
         streams, rate = read_lerobot(src, spec, robot.n_dof)
+    state_age = spec.features.get("state_age_ms") if fmt == "lerobot" else None
     runs: list[Run] = []
     reports: list[ImportReport] = []
     for s in streams:
         got, rep = assemble_runs(s, spec, robot, fmt, rate)
+        for r in got:  # the rows' state age as the mapping states it (LeRobot: the bus read before each frame)
+            r.meta.state_age_ms = None if state_age is None else int(state_age)
         runs += got
         reports.append(rep)
         log(rep.line())
