@@ -22,6 +22,7 @@ import pytest
 from isaaclab_sysid.export.build import FitContext, export
 from isaaclab_sysid.export.isaaclab_module import friction_term_params
 from isaaclab_sysid.export.neutral import to_yaml
+from isaaclab_sysid.export.record import DrRecord
 from isaaclab_sysid.export.ranges import RangePolicy, make_range
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.result import FitResult, SearchDistribution
@@ -102,9 +103,7 @@ def test_module_values_equal_the_fit(tmp_path):
     assert lit["RANGES"]["viscous[panda_joint7]"] == (0.0, 5.0)  # search bounds (unidentified)
     assert any("viscous[panda_joint7]" in w for w in warns)
     # one randomize_joint_parameters term per joint; scale factors from the fitted values
-    tree = ast.parse(src)
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SysidEventsCfg")
-    names = [t.targets[0].id for t in cls.body if isinstance(t, ast.Assign)]
+    names = list(lit["EVENT_TERMS"])  # SysidEventsCfg's fields, in order
     assert [f"joint_{j}" for j in JOINTS] == [n for n in names if n.startswith("joint_")]
     assert "armature_panda_joint6" in names  # armature 0 cannot be scaled: own abs term
     # the neutral file carries the same numbers
@@ -112,6 +111,7 @@ def test_module_values_equal_the_fit(tmp_path):
     assert neutral["fitted"]["friction"] == pytest.approx(FIT["friction"])
     assert neutral["intervals"]["viscous[panda_joint7]"]["lower"] is None
     assert paths["yaml"].read_text().count("friction[panda_joint1]") >= 2
+    assert DrRecord.from_json(neutral).to_json() == neutral  # the typed record reads sysid_dr.json back whole
 
 
 def test_policy_none_gives_the_intervals_and_skip_drops_unidentified(tmp_path):

@@ -17,6 +17,7 @@ import ast
 import pytest
 
 from isaaclab_sysid.export.isaaclab_module import generate_module
+from isaaclab_sysid.export.record import DrRecord
 
 JOINTS = [f"panda_joint{i + 1}" for i in range(7)]
 FIT = {
@@ -27,7 +28,7 @@ FIT = {
 NO_RANGE = "friction[panda_joint7]"  # identifiable but skipped: stays at its fitted value
 
 
-def _dr_record(delay=(3, 2, 5), fitted=None) -> dict:
+def _dr_record(delay=(3, 2, 5), fitted=None) -> DrRecord:
     fitted = fitted or FIT
     labels = {g: [f"{g}[{j}]" for j in JOINTS] for g in fitted}
     ranges = {}
@@ -38,12 +39,12 @@ def _dr_record(delay=(3, 2, 5), fitted=None) -> dict:
                 ranges[lab] = {"value": v, "lower": max(0.0, 0.7 * v - 0.01), "upper": 1.3 * v + 0.05}
     value, lo, hi = delay
     ranges["delay"] = {"value": value, "lower": lo, "upper": hi}
-    return {
+    return DrRecord.from_json({
         "source": "test", "joint_names": JOINTS, "fitted": fitted, "labels_per_joint": labels, "ranges": ranges,
         "intervals": {k: {"lower": v["lower"], "upper": v["upper"]} for k, v in ranges.items()},
         "delay": {"value_ticks": value, "interval_ticks": [lo, hi], "range_ticks": [lo, hi], "tick_s": 0.001},
         "masses": [],
-    }
+    })
 
 
 def _literals(src: str) -> dict:

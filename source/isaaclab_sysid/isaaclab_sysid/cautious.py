@@ -119,19 +119,3 @@ def numbers_json(intervals: Sequence[Interval]) -> dict:
     """label -> {lower, value, upper, std}: every exported number with both ends."""
     return {iv.label: {"lower": iv.lower, "value": iv.value, "upper": iv.upper, "std": iv.std} for iv in intervals}
 
-
-def policy_literals(name: str, intervals: Sequence[Interval], policy: UsePolicy, override: Mapping[str, float],
-                    ranges: Sequence) -> list[str]:
-    """Lines of a generated module: ``POLICY``, ``<name>`` (every number's ends), ``OVERRIDE`` and ``RANGES``."""
-    import pprint
-
-    def fmt(obj: object) -> str:
-        return pprint.pformat(obj, width=110, sort_dicts=False)
-
-    return [f"POLICY = {fmt(policy.to_dict())}",
-            "#: every number: (lower, value, upper)",
-            f"{name} = " + fmt({iv.label: (iv.lower, iv.value, iv.upper) for iv in intervals}),
-            "#: the value each number takes under POLICY",
-            "OVERRIDE = " + fmt(dict(override)),
-            "#: randomization ranges (lower, upper)",
-            "RANGES = " + fmt({r.label: (r.lower, r.upper) for r in ranges})]

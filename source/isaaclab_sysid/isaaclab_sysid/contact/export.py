@@ -4,7 +4,8 @@
   randomization ranges, the MuJoCo ``solref``/``solimp`` and the PhysX material fields at the picked
   values and at both ends of the ranges, and the mapping's assumptions (``contact.mapping``).
 * ``contact_isaaclab.py``: imports only Isaac Lab (``isaaclab_physx``'s ``PhysxRigidBodyMaterialCfg``)
-  and holds every number as a literal: ``CONTACT`` (ends), ``OVERRIDE``, ``RANGES``, ``MUJOCO`` and
+  and holds every number as a literal (its code is ``export/templates/contact_isaaclab.py``, copied by
+  ``export/emit.py``): ``CONTACT`` (ends), ``OVERRIDE``, ``RANGES``, ``MUJOCO``, ``PHYSX_MATERIAL`` and
   ``surface_material_cfg()`` (the compliant material at the policy's values, for the table or the
   tool, not both). Isaac Lab has no event term that randomizes compliant stiffness, so ``RANGES`` is
   for the task's own randomization.
@@ -15,13 +16,13 @@ the distance out from the *upper* end of the stiffness (``--policy contact_stiff
 
 from __future__ import annotations
 
-import pprint
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from isaaclab_sysid.cautious import UsePolicy, apply_policy, numbers_json, policy_literals
+from isaaclab_sysid.cautious import UsePolicy, apply_policy, numbers_json
 from isaaclab_sysid.contact.identify import ContactEstimate
 from isaaclab_sysid.contact.mapping import MujocoContact, to_mujoco, to_physx
+from isaaclab_sysid.export.emit import Literal, module_source, policy_literals
 from isaaclab_sysid.export.ranges import Range, RangePolicy, make_range
 
 #: The numbers a contact policy must state.
@@ -93,30 +94,20 @@ def build_export(estimate: ContactEstimate, policy: UsePolicy, invweight: float,
 
 
 def isaaclab_module(exp: ContactExport) -> str:
-    """The generated module's source text (see module docstring)."""
+    """The generated module's source text (see module docstring): ``export/templates/contact_isaaclab.py`` with
+    this contact's numbers as its data."""
     e = exp.estimate
     doc = (f"Contact identified on {e.robot} (level {e.level:g}).\nCreated: {datetime.now().isoformat(timespec='seconds')}\n"
            f"Policy: {exp.policy.to_dict()}\nUnits: stiffness N/m, damping N s/m.\nAssumptions:\n"
            + "\n".join(f"- {a}" for a in ASSUMPTIONS + tuple(exp.notes)) + "\nSee docs/contact.md of isaaclab_sysid.")
     px = exp.physx
-    return "\n".join([
-        f'"""Contact configs exported by isaaclab_sysid (scripts/identify_contact.py). Generated file: do not edit.\n\n{doc}\n"""\n',
-        "from __future__ import annotations\n",
-        "from isaaclab_physx.sim.spawners.materials import PhysxRigidBodyMaterialCfg\n",
-        *policy_literals("CONTACT", e.intervals, exp.policy, exp.override, exp.ranges),
-        "#: (RANGES are for the task's own randomization: no Isaac Lab event term randomizes compliant contact)",
-        "#: MuJoCo geom/pair parameters at OVERRIDE (direct solref), and at the ranges' ends",
-        "MUJOCO = " + pprint.pformat(exp.mujoco.to_json(), width=110, sort_dicts=False),
-        "MUJOCO_RANGE = " + pprint.pformat({"low": exp.mujoco_range[0].to_json(), "high": exp.mujoco_range[1].to_json()},
-                                           width=110, sort_dicts=False) + "\n",
-        "",
-        "def surface_material_cfg(static_friction: float = 0.5, dynamic_friction: float = 0.5) -> PhysxRigidBodyMaterialCfg:",
-        '    """The compliant contact material at the policy\'s values (bind it to the table or the tool, not both)."""',
-        "    return PhysxRigidBodyMaterialCfg(",
-        "        static_friction=static_friction,",
-        "        dynamic_friction=dynamic_friction,",
-        f"        compliant_contact_stiffness={px['compliant_contact_stiffness']!r},",
-        f"        compliant_contact_damping={px['compliant_contact_damping']!r},",
-        "        compliant_contact_acceleration_spring=False,",
-        "    )\n",
-    ])
+    data = [*policy_literals("CONTACT", e.intervals, exp.policy, exp.override, exp.ranges),
+            Literal("MUJOCO", exp.mujoco.to_json(),
+                    "(RANGES are for the task's own randomization: no Isaac Lab event term randomizes compliant contact)\n"
+                    "MuJoCo geom/pair parameters at OVERRIDE (direct solref), and at the ranges' ends"),
+            Literal("MUJOCO_RANGE", {"low": exp.mujoco_range[0].to_json(), "high": exp.mujoco_range[1].to_json()}),
+            Literal("PHYSX_MATERIAL", {k: px[k] for k in ("compliant_contact_stiffness", "compliant_contact_damping",
+                                                          "compliant_contact_acceleration_spring")},
+                    "PhysxRigidBodyMaterialCfg's compliant-contact fields at OVERRIDE (per contact point)")]
+    return module_source("Contact configs exported by isaaclab_sysid (scripts/identify_contact.py).", doc,
+                         "contact_isaaclab", data)

@@ -15,6 +15,7 @@ from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.export.isaaclab_module import generate_module
 from isaaclab_sysid.export.masses import mass_intervals
 from isaaclab_sysid.export.neutral import write_neutral
+from isaaclab_sysid.export.record import DelayRow, DrRecord, MassRow, SpanRow
 from isaaclab_sysid.export.ranges import RangePolicy, make_ranges
 from isaaclab_sysid.intervals.combine import INTERVALS_FILE, IntervalReport, compute_all, read_intervals, write_intervals
 from isaaclab_sysid.fit.config import FitArgs
@@ -120,14 +121,17 @@ def intervals_for(ctx: FitContext, recompute: bool = False, level: float = 0.95,
     return rep
 
 
-def _interval_row(iv) -> dict:
-    return {"value": iv.value, "lower": iv.lower, "upper": iv.upper, "std": iv.std,
-            "identifiable": iv.identifiable, "note": iv.note}
+def _interval_row(iv) -> SpanRow:
+    return SpanRow(iv.value, iv.lower, iv.upper, {"std": iv.std, "identifiable": iv.identifiable, "note": iv.note})
+
+
+def _range_row(r) -> SpanRow:
+    return SpanRow(r.value, r.lower, r.upper, {"source": r.source})
 
 
 def build_dr_record(result: FitResult, rep: IntervalReport, policy: RangePolicy, rb_params: str | None = None,
-                    source: str | None = None) -> tuple[dict, list[str]]:
-    """The neutral export dict and warnings; joint names are the fit's (the robot config's)."""
+                    source: str | None = None) -> tuple[DrRecord, list[str]]:
+    """The randomization record and warnings; joint names are the fit's (the robot config's)."""
     space = result.space
     chosen = rep.chosen()
     warns = list(rep.warnings)
@@ -140,7 +144,7 @@ def build_dr_record(result: FitResult, rep: IntervalReport, policy: RangePolicy,
     fitted = {g.name: [float(v) for v in result.values[g.name]] for g in space.groups if g.per_joint}
     labels_per_joint = {g: [e.label for e in entries.values() if e.group == g] for g in fitted}
     intervals = {iv.label: _interval_row(iv) for iv in chosen.intervals}
-    rmap = {r.label: {"value": r.value, "lower": r.lower, "upper": r.upper, "source": r.source} for r in ranges}
+    rmap = {r.label: _range_row(r) for r in ranges}
     masses = []
     if rb_params:
         mivs, mrho, mw = mass_intervals(rb_params, rep.level)
@@ -149,40 +153,30 @@ def build_dr_record(result: FitResult, rep: IntervalReport, policy: RangePolicy,
         warns += mw2
         for iv in mivs:
             intervals[iv.label] = _interval_row(iv)
-            masses.append({"label": iv.label, "link": iv.joint, "value": iv.value})
+            masses.append(MassRow(iv.label, iv.joint, iv.value))
         for r in mranges:
-            rmap[r.label] = {"value": r.value, "lower": r.lower, "upper": r.upper, "source": r.source}
+            rmap[r.label] = _range_row(r)
     delay = None
     if "delay" in space.group_names:
         div = next(iv for iv in chosen.intervals if iv.group == "delay")
         dr = rmap.get("delay")
-        delay = {"value_ticks": result.delay, "interval_ticks": [div.lower, div.upper],
-                 "range_ticks": None if dr is None else [dr["lower"], dr["upper"]], "tick_s": TICK_S}
+        delay = DelayRow(result.delay, [div.lower, div.upper], None if dr is None else [dr.lower, dr.upper], TICK_S)
     all_methods = {m: {iv.label: [iv.lower, iv.upper] for iv in s.intervals} for m, s in rep.sets.items()}
-    dr_record = {
-        "source": source,
-        "robot_joint_names": jn,
-        "joint_names": jn,
-        "units": {**{g: GROUPS[g].unit for g in ("armature", "friction", "viscous")}, "delay": "ticks of 1 ms", "mass": "kg"},
-        "fitted": fitted,
-        "delay": delay,
-        "level": rep.level,
-        "interval_method": rep.selected,
-        "intervals": intervals,
-        "intervals_all_methods": all_methods,
-        "range_policy": policy.to_dict(),
-        "rho": rho,
-        "rho_used": rho_used,
-        "ranges": rmap,
-        "masses": masses,
-        "labels_per_joint": labels_per_joint,
-        "structure": rep.structure,
-        "unreliable": result.unreliable,
-        "adequacy": None if result.adequacy is None else {"verdict": result.adequacy.verdict,
-                                                          "messages": result.adequacy.messages},
-        "warnings": warns,
-    }
-    return dr_record, warns
+    record = DrRecord(
+        joint_names=jn, fitted=fitted, labels_per_joint=labels_per_joint, intervals=intervals, ranges=rmap, delay=delay,
+        masses=masses, source=source, level=rep.level, interval_method=rep.selected, range_policy=policy.to_dict(),
+        rho=rho, rho_used=rho_used,
+        meta={
+            "units": {**{g: GROUPS[g].unit for g in ("armature", "friction", "viscous")}, "delay": "ticks of 1 ms",
+                      "mass": "kg"},
+            "intervals_all_methods": all_methods,
+            "structure": rep.structure,
+            "unreliable": result.unreliable,
+            "adequacy": None if result.adequacy is None else {"verdict": result.adequacy.verdict,
+                                                              "messages": result.adequacy.messages},
+            "warnings": warns,
+        })
+    return record, warns
 
 
 def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: RangePolicy, rb_params: str | None = None,
@@ -193,12 +187,12 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
     Raises:
         ValueError: the fit cannot be written for ``physics`` (e.g. static friction on Newton).
     """
-    dr_record, warns = build_dr_record(ctx.result, rep, policy, rb_params, str(ctx.fit_dir / RESULT_FILE))
-    src, w2 = generate_module(dr_record, asset_name, viscous, physics_dt, physics)
+    record, warns = build_dr_record(ctx.result, rep, policy, rb_params, str(ctx.fit_dir / RESULT_FILE))
+    src, w2 = generate_module(record, asset_name, viscous, physics_dt, physics)
     warns += w2
-    dr_record["warnings"] = warns
-    dr_record["isaaclab"] = {"asset_name": asset_name, "viscous": viscous, "physics_dt": physics_dt, "physics": physics}
-    pj, py = write_neutral(out_dir, dr_record, stem)
+    record.meta["warnings"] = warns
+    record.meta["isaaclab"] = {"asset_name": asset_name, "viscous": viscous, "physics_dt": physics_dt, "physics": physics}
+    pj, py = write_neutral(out_dir, record.to_json(), stem)
     pm = Path(out_dir) / f"{stem}_isaaclab.py"
     atomic_write_text(pm, src)
     return {"json": pj, "yaml": py, "module": pm}, warns

@@ -5,7 +5,7 @@ an Isaac Lab mass / centre-of-mass override and a randomization range.
   picked, the randomization ranges (``export.ranges.make_range`` of each interval), and the
   assumptions.
 * ``payload_isaaclab.py``: a module that imports only Isaac Lab and holds every number as a
-  literal: ``PAYLOAD`` (ends), ``OVERRIDE`` (the policy's values), ``RANGES``,
+  literal (its code is ``export/templates/payload_isaaclab.py``, copied by ``export/emit.py``): ``PAYLOAD`` (ends), ``OVERRIDE`` (the policy's values), ``RANGES``,
   ``object_mass_cfg()`` (``sim_utils.MassCfg`` of a grasped-object asset, at the policy's
   mass), ``PayloadOverrideEventsCfg`` (startup events that add the policy's mass to the
   attach body and shift its centre of mass) and ``PayloadRandomizationEventsCfg`` (the same
@@ -24,14 +24,13 @@ the payload's inertia (``recompute_inertia=False`` keeps the body's own).
 
 from __future__ import annotations
 
-import math
-import pprint
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
-from isaaclab_sysid.cautious import UsePolicy, apply_policy, numbers_json, policy_literals
+from isaaclab_sysid.cautious import UsePolicy, apply_policy, numbers_json
+from isaaclab_sysid.export.emit import Literal, module_source, policy_literals
 from isaaclab_sysid.export.ranges import Range, RangePolicy, make_range
 from isaaclab_sysid.payload.identify import COM_LABELS, MASS_LABEL, PayloadEstimate, derived
 from isaaclab_sysid.robots import LinkInertial
@@ -116,66 +115,20 @@ def build_export(estimate: PayloadEstimate, policy: UsePolicy, attach_name: str,
                          {"name": attach_name, "mass": m_b, "com": c_b.tolist()}, com_shift, notes)
 
 
-def _r(v: float | None) -> str:
-    return "None" if v is None or (isinstance(v, float) and not math.isfinite(v)) else repr(float(v))
-
-
-def _body_term(func: str, asset: str, body: str, params: dict[str, str]) -> str:
-    lines = ["EventTermCfg(", f"        func=mdp.{func},", '        mode="startup",', "        params={",
-             f'            "asset_cfg": SceneEntityCfg({asset!r}, body_names=[{body!r}]),']
-    lines += [f'            "{k}": {v},' for k, v in params.items()]
-    return "\n".join(lines + ["        },", "    )"])
-
-
 def isaaclab_module(exp: PayloadExport, asset_name: str = "robot") -> str:
-    """The generated Isaac Lab module's source text (see module docstring)."""
+    """The generated Isaac Lab module's source text (see module docstring): ``export/templates/payload_isaaclab.py``
+    with this payload's numbers as its data."""
     e = exp.estimate
-    body = exp.attach["name"]
-    m_rng = next(r for r in exp.ranges if r.label == MASS_LABEL)
-    mass_ov = exp.override[MASS_LABEL]
-
-    def mass_params(lo: float, hi: float) -> dict[str, str]:
-        return {"mass_distribution_params": f"({_r(lo)}, {_r(hi)})", "operation": '"add"', "distribution": '"uniform"',
-                "recompute_inertia": "False"}
-
-    def com_params(which: str) -> dict[str, str]:
-        if which == "override":
-            rng = {ax: (v[1], v[1]) for ax, v in exp.com_shift.items()}
-        else:
-            rng = {ax: (v[0], v[2]) for ax, v in exp.com_shift.items()}
-        return {"com_range": "{" + ", ".join(f'"{ax}": ({_r(a)}, {_r(b)})' for ax, (a, b) in rng.items()) + "}"}
-
     doc = (f"Payload identified on {e.robot} link {e.link!r} ({e.mode} holds, {e.reference} reference), "
            f"level {e.level:g}.\nCreated: {datetime.now().isoformat(timespec='seconds')}\n"
            f"Policy: {exp.policy.to_dict()}\nUnits: kg, m (link frame of {e.link!r}), kg m^2 about the centre of mass.\n"
            "Assumptions:\n" + "\n".join(f"- {n}" for n in exp.notes) + "\nSee docs/payload.md of isaaclab_sysid.")
-    src = [f'"""Payload configs exported by isaaclab_sysid (scripts/identify_payload.py). Generated file: do not edit.\n\n{doc}\n"""\n',
-           "from __future__ import annotations\n",
-           "import isaaclab.envs.mdp as mdp",
-           "import isaaclab.sim as sim_utils",
-           "from isaaclab.managers import EventTermCfg, SceneEntityCfg",
-           "from isaaclab.utils import configclass\n",
-           f"ASSET_NAME = {asset_name!r}",
-           f"ATTACH_BODY = {pprint.pformat(exp.attach, width=110, sort_dicts=False)}",
-           f"PAYLOAD_LINK = {e.link!r}",
-           *policy_literals("PAYLOAD", e.intervals, exp.policy, exp.override, exp.ranges),
-           "#: shift of the attach body's centre of mass when the payload is added: axis -> (lower, override, upper) [m]",
-           "COM_SHIFT = " + pprint.pformat(exp.com_shift, width=110, sort_dicts=False),
-           f"FLAG = {e.flag!r}\n",
-           "",
-           "def object_mass_cfg() -> sim_utils.MassCfg:",
-           '    """Mass of a grasped-object asset (its spawner\'s mass slot) at the policy\'s end."""',
-           '    return sim_utils.MassCfg(mass=OVERRIDE["payload_mass"])\n',
-           "",
-           "@configclass",
-           "class PayloadOverrideEventsCfg:",
-           '    """Startup events adding the payload (policy values) to the attach body of the arm."""\n',
-           f"    payload_mass = {_body_term('randomize_rigid_body_mass', asset_name, body, mass_params(mass_ov, mass_ov))}\n",
-           f"    payload_com = {_body_term('randomize_rigid_body_com', asset_name, body, com_params('override'))}\n",
-           "",
-           "@configclass",
-           "class PayloadRandomizationEventsCfg:",
-           '    """Startup events randomizing the payload over its ranges (mass and centre sampled independently)."""\n',
-           f"    payload_mass = {_body_term('randomize_rigid_body_mass', asset_name, body, mass_params(max(m_rng.lower, 0.0), m_rng.upper))}\n",
-           f"    payload_com = {_body_term('randomize_rigid_body_com', asset_name, body, com_params('range'))}\n"]
-    return "\n".join(src)
+    data = [Literal("ASSET_NAME", asset_name),
+            Literal("ATTACH_BODY", exp.attach),
+            Literal("PAYLOAD_LINK", e.link),
+            *policy_literals("PAYLOAD", e.intervals, exp.policy, exp.override, exp.ranges),
+            Literal("COM_SHIFT", exp.com_shift,
+                    "shift of the attach body's centre of mass when the payload is added: axis -> (lower, override, upper) [m]"),
+            Literal("FLAG", e.flag)]
+    return module_source("Payload configs exported by isaaclab_sysid (scripts/identify_payload.py).", doc,
+                         "payload_isaaclab", data)

@@ -1,0 +1,217 @@
+"""Template of ``sysid_dr_isaaclab.py``: the fit's actuator and domain-randomization event terms for Isaac Lab.
+
+``export/isaaclab_module.py`` copies this file below its own docstring, the data block
+replaced by the fit's numbers; everything else is the generated module's code as it is
+here. As shipped the data block is an empty export (no joints, no terms).
+"""
+
+from __future__ import annotations
+
+import torch
+from isaaclab.actuators import DelayedPDActuatorCfg
+from isaaclab.managers import EventTermCfg, ManagerTermBase, SceneEntityCfg
+from isaaclab.utils import configclass
+
+# --- data: the export replaces this block with its numbers ---
+JOINT_NAMES: list[str] = []
+ASSET_NAME = "robot"
+PHYSICS = "newton"
+PHYSICS_DT = 0.001
+#: fitted values (per joint, joint order of JOINT_NAMES); delay in physics steps
+FITTED: dict = {"delay_steps": 0}
+#: intervals: label -> (lower, upper); None = unbounded (not identifiable)
+INTERVALS: dict = {}
+#: randomization ranges: label -> (lower, upper) in the label's units
+RANGES: dict = {}
+#: what the event terms draw each randomized number from (label -> (lower, upper)); delay in physics steps
+SAMPLED_RANGES: dict = {}
+DELAY_RANGE_STEPS = (0, 0)
+ACTUATOR_VALUES: dict = {}
+#: the event terms of SysidEventsCfg: name -> {"func", "joint_names" or "body_names", "params"}
+EVENT_TERMS: dict = {}
+# --- end of data ---
+
+
+def check_physics_dt(sim_dt: float) -> None:
+    """Refuse a task whose physics step is not the one the delay was exported for.
+
+    Raises:
+        ValueError: ``sim_dt`` [s] differs from ``PHYSICS_DT`` (the delay in steps would be wrong).
+    """
+    if abs(float(sim_dt) - PHYSICS_DT) > 1e-12:
+        raise ValueError(
+            f"this export's delays are in physics steps of {PHYSICS_DT * 1e3:g} ms but the task's sim.dt is "
+            f"{float(sim_dt) * 1e3:g} ms: re-export with scripts/export_dr.py --physics_dt {float(sim_dt)!r} "
+            "(refused there if that step cannot represent the delay)"
+        )
+
+
+def _check_friction_units() -> None:
+    """PhysX before Isaac Sim 5 takes a unitless friction coefficient, not the fitted torque: refuse."""
+    if PHYSICS != "physx":
+        return
+    from isaaclab.utils.version import get_isaac_sim_version, has_kit
+
+    if has_kit() and get_isaac_sim_version().major < 5:
+        raise RuntimeError(
+            "PhysX joint friction before Isaac Sim 5 is a unitless coefficient of the spatial force through the joint; "
+            "this export's friction is a torque [N m] (PhysX 5 friction efforts): use Isaac Sim >= 5"
+        )
+
+
+def make_actuator_cfg(stiffness: float = 0.0, damping: float = 0.0, randomize_delay: bool = True) -> DelayedPDActuatorCfg:
+    """The arm's actuator with the fitted joint properties.
+
+    Args:
+        stiffness, damping: joint PD gains of the explicit actuator (0 = the environment
+            sends efforts, e.g. a task-space impedance controller, delayed as on the real arm).
+        randomize_delay: min/max delay = the delay's randomization range (drawn per env; on
+            Newton's native actuators by the ``actuator_delay`` event term); False: both = the
+            fitted delay (then use ``make_events_cfg(randomize_delay=False)``).
+    """
+    _check_friction_units()
+    lo, hi = DELAY_RANGE_STEPS if randomize_delay else (FITTED["delay_steps"], FITTED["delay_steps"])
+    values = {k: dict(v) for k, v in ACTUATOR_VALUES.items()}
+    if PHYSICS == "newton":
+        values.pop("dynamic_friction", None)  # Newton has one Coulomb level (and warns on a dynamic one)
+    return DelayedPDActuatorCfg(
+        joint_names_expr=list(JOINT_NAMES),
+        stiffness=stiffness,
+        damping=damping,
+        min_delay=lo,
+        max_delay=hi,
+        **values,
+    )
+
+
+def apply_to(articulation_cfg, group_name: str = "sysid_arm", **kwargs):
+    """``articulation_cfg`` with its actuators replaced by :func:`make_actuator_cfg` (kwargs go to it)."""
+    return articulation_cfg.replace(actuators={group_name: make_actuator_cfg(**kwargs)})
+
+
+def _env_ids(env, env_ids, device):
+    if env_ids is None or isinstance(env_ids, slice):
+        return torch.arange(env.scene.num_envs, dtype=torch.int32, device=device)[env_ids if isinstance(env_ids, slice) else slice(None)]
+    return torch.as_tensor(env_ids, device=device).to(torch.int32)
+
+
+def _uniform(r, n, m, device):
+    return torch.rand(n, m, device=device) * (float(r[1]) - float(r[0])) + float(r[0])
+
+
+class randomize_joint_dynamics(ManagerTermBase):
+    """Per env: the selected joints' armature [kg m^2], Coulomb friction [N m] and viscous friction [N m s/rad],
+    each drawn uniformly from its own range (absolute values; a range left None keeps the current value).
+
+    The dynamic friction (PhysX) is ``dynamic_ratio x`` the drawn static friction (the ratio drawn from
+    ``dynamic_ratio_range`` when given); Newton has no dynamic friction.
+    """
+
+    def __init__(self, cfg, env):
+        super().__init__(cfg, env)
+        self.asset = env.scene[cfg.params["asset_cfg"].name]
+
+    def __call__(self, env, env_ids, asset_cfg, armature_range=None, friction_range=None, viscous_range=None,
+                 dynamic_ratio_range=None, dynamic_ratio=1.0):
+        asset = self.asset
+        dev = asset.device
+        ids = _env_ids(env, env_ids, dev)
+        jids = asset_cfg.joint_ids
+        jids = torch.arange(asset.num_joints, dtype=torch.int32, device=dev) if isinstance(jids, slice) else torch.as_tensor(jids, dtype=torch.int32, device=dev)
+        n, m = len(ids), len(jids)
+        if armature_range is not None:
+            asset.write_joint_armature_to_sim_index(armature=_uniform(armature_range, n, m, dev), joint_ids=jids, env_ids=ids)
+        if friction_range is None and viscous_range is None and dynamic_ratio_range is None:
+            return
+        rows, cols = ids.long()[:, None], jids.long()[None, :]
+        static = (_uniform(friction_range, n, m, dev) if friction_range is not None
+                  else asset.data.joint_friction_coeff.torch[rows, cols].clone())
+        visc = None if viscous_range is None else _uniform(viscous_range, n, m, dev)
+        dyn = None
+        if PHYSICS == "physx":
+            ratio = _uniform(dynamic_ratio_range, n, m, dev) if dynamic_ratio_range is not None else float(dynamic_ratio)
+            dyn = static * ratio
+        asset.write_joint_friction_coefficient_to_sim_index(
+            joint_friction_coeff=static, joint_dynamic_friction_coeff=dyn, joint_viscous_friction_coeff=visc,
+            joint_ids=jids, env_ids=ids)
+
+
+class randomize_actuator_delay(ManagerTermBase):
+    """Per env, the actuator delay [physics steps] drawn uniformly from the integers of ``delay_range``.
+
+    Newton's native actuators keep one authored delay (``max_delay``) for every env: this term writes
+    the drawn one. On the Lab actuator path ``DelayedPDActuator`` draws it itself at every reset and
+    the term does nothing.
+    """
+
+    def __init__(self, cfg, env):
+        super().__init__(cfg, env)
+        self.asset = env.scene[cfg.params["asset_cfg"].name]
+        group = cfg.params["group_name"]
+        act = self.asset.cfg.actuators.get(group)
+        lo, hi = cfg.params["delay_range"]
+        if act is None or getattr(act, "max_delay", 0) < hi:
+            raise ValueError(f"actuator group {group!r} must be make_actuator_cfg(randomize_delay=True) (max_delay >= {hi}) "
+                             "for the actuator_delay term; with a fixed delay use make_events_cfg(randomize_delay=False)")
+        self.native = None  # known once the articulation's actuators exist (after the simulation starts)
+
+    def _is_native(self, group_name):
+        from isaaclab.actuators.newton import read_group_parameter
+
+        try:
+            read_group_parameter(self.asset.actuators, group_name, "delay", "delay_steps")
+        except ValueError:  # Isaac Lab: "not executed by Newton actuators" (the Lab path draws the delay itself)
+            return False
+        return True
+
+    def __call__(self, env, env_ids, asset_cfg, group_name, delay_range):
+        from isaaclab.actuators.newton import write_group_parameter
+
+        if self.native is None:
+            self.native = self._is_native(group_name)
+        if not self.native:
+            return
+        asset = self.asset
+        ids = _env_ids(env, env_ids, asset.device)
+        lo, hi = int(delay_range[0]), int(delay_range[1])
+        d = torch.randint(lo, hi + 1, (len(ids), 1), device=asset.device, dtype=torch.int32)
+        write_group_parameter(asset.actuators, group_name, "delay", "delay_steps", d.expand(-1, len(JOINT_NAMES)),
+                              env_ids=ids.long())
+
+
+def _term_func(name: str):
+    """The event function ``name`` of ``EVENT_TERMS``: ``mdp.<f>`` (Isaac Lab's stock terms) or one of this module's."""
+    if name.startswith("mdp."):
+        import isaaclab.envs.mdp as mdp
+
+        return getattr(mdp, name[len("mdp."):])
+    return {"randomize_joint_dynamics": randomize_joint_dynamics, "randomize_actuator_delay": randomize_actuator_delay}[name]
+
+
+def _event_term(spec: dict) -> EventTermCfg:
+    """One ``EVENT_TERMS`` entry as an ``EventTermCfg`` (mode ``startup``) on ``ASSET_NAME``."""
+    selector = {key: list(spec[key]) for key in ("joint_names", "body_names") if key in spec}
+    return EventTermCfg(func=_term_func(spec["func"]), mode="startup",
+                        params={"asset_cfg": SceneEntityCfg(ASSET_NAME, **selector), **spec["params"]})
+
+
+#: Domain-randomization event terms from the identification (mode "startup"): one field per ``EVENT_TERMS`` entry.
+SysidEventsCfg = configclass(type("SysidEventsCfg", (), {
+    "__doc__": 'Domain-randomization event terms from the identification (mode "startup").',
+    "__module__": __name__,
+    **{name: _event_term(spec) for name, spec in EVENT_TERMS.items()},
+}))
+
+
+def make_events_cfg(mode: str = "startup", randomize_delay: bool = True) -> SysidEventsCfg:
+    """:class:`SysidEventsCfg` with every term in ``mode`` (``startup``: drawn once per env; ``reset``:
+    redrawn at every reset); ``randomize_delay=False`` drops the delay term (for a fixed-delay actuator)."""
+    ev = SysidEventsCfg()
+    for name, term in list(vars(ev).items()):
+        if not isinstance(term, EventTermCfg):
+            continue
+        if name == "actuator_delay" and not randomize_delay:
+            setattr(ev, name, None)
+        else:
+            term.mode = mode
+    return ev
