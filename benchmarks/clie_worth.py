@@ -34,7 +34,7 @@ from rigid_body_franka_twin import PARAMS, write_franka_runs  # noqa: E402
 from isaaclab_sysid.rigid_body import clie  # noqa: E402
 from isaaclab_sysid.rigid_body.cli import IdentifyArgs  # noqa: E402
 from isaaclab_sysid.rigid_body.cli import main_from_args as identify_main  # noqa: E402
-from isaaclab_sysid.rigid_body.regressor import Regressor  # noqa: E402
+from isaaclab_sysid.robots.regressor import Regressor  # noqa: E402
 from isaaclab_sysid.utils.atomic import atomic_write_json  # noqa: E402
 
 

@@ -6,7 +6,7 @@ truth fitted Coulomb-only} x {joint PD, task impedance}, plus a stale 50 Hz log 
 Each cell reports delay exactness, parameter errors, the 95 % curvature intervals' coverage of the truth over the
 seeds (identifiable numbers), how many numbers were reported unidentifiable, the held-out q RMS over its noise floor
 (RMS between the held-out run and a repeat with other noise) and the adequacy verdict. See
-isaaclab_sysid/twin/study.py for the twins and the fit.
+isaaclab_sysid/jobs/twin_study.py for the twins and the fit.
 
     python benchmarks/fit_matrix.py            # full size: 6 s fit runs, 5 s held out, 3 noise seeds per cell
     python benchmarks/fit_matrix.py --ci       # the test suite's size (tests/test_fit_matrix.py)
@@ -19,7 +19,7 @@ import sys
 import time
 
 from isaaclab_sysid.robots import load_robot
-from isaaclab_sysid.twin.study import CI, FULL, matrix, run_cell, table
+from isaaclab_sysid.jobs.twin_study import CI, FULL, matrix, run_cell, table
 
 
 def main(argv: list[str] | None = None) -> int:

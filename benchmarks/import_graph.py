@@ -30,7 +30,7 @@ PKG = "isaaclab_sysid"
 LAYERS = ("base", "data", "robots", "sim", "objective", "fit", "stage", "jobs")
 #: fit/ modules that are the objective layer (the rest of fit/ is the search layer)
 OBJECTIVE = {"param_space", "result", "loss", "residuals", "jacobian", "objective", "errors", "replay_facts",
-             "tracking", "config", "state_age_source", "torque_replay"}
+             "tracking", "config", "state_age_source", "torque_replay", "adequacy_record"}
 UNIT_LAYER = {
     "__init__": "base", "timebase": "base", "paths": "base", "utils": "base",
     "data": "data",
@@ -39,7 +39,7 @@ UNIT_LAYER = {
     "fit.objective": "objective", "fit.search": "fit",
     "rigid_body": "stage", "evaluate": "stage", "intervals": "stage", "export": "stage", "excitation": "stage",
     "contact": "stage", "payload": "stage", "online": "stage", "cautious": "stage", "residual_stats": "stage",
-    "twin": "jobs", "benchmarking": "jobs",
+    "twin": "stage", "jobs": "jobs", "benchmarking": "jobs",
 }
 
 

@@ -31,7 +31,7 @@ import sys
 import numpy as np
 
 from isaaclab_sysid.data import RunFormatError, read_run
-from isaaclab_sysid.fit.pipeline import FitArgs, FitError, run_fit
+from isaaclab_sysid.jobs.fit_job import FitArgs, FitError, run_fit
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.paths import LOGS_DIR, REAL_RUNS_DIR, REPO_ROOT
 from isaaclab_sysid.twin.demo import DEMO_FIT, DEMO_HELDOUT, DEMO_REPEAT, DEMO_RUNS

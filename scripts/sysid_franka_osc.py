@@ -28,7 +28,7 @@ import sys
 
 import tyro
 
-from isaaclab_sysid.fit.pipeline import FitArgs, main_from_args
+from isaaclab_sysid.jobs.fit_job import FitArgs, main_from_args
 
 
 def main(argv: list[str] | None = None) -> int:

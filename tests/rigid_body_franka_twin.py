@@ -37,7 +37,7 @@ PARAMS = TwinParams(
 def true_robot(seed: int = 7):
     """(nominal robot, robot with perturbed 'true' inertials): mass x U(0.9, 1.2), com +- 1 cm, inertia x 1.1."""
     robot = load_robot("franka_panda")
-    from isaaclab_sysid.rigid_body.regressor import Regressor
+    from isaaclab_sysid.robots.regressor import Regressor
 
     reg = Regressor(robot)
     rng = np.random.default_rng(seed)

@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
-from isaaclab_sysid.rigid_body.regressor import Regressor
+from isaaclab_sysid.robots.regressor import Regressor
 from isaaclab_sysid.robots import load_robot
 
 

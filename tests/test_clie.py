@@ -25,7 +25,7 @@ from isaaclab_sysid.rigid_body.log_cholesky import (
     pseudo_inertia,
     to_log_cholesky,
 )
-from isaaclab_sysid.rigid_body.regressor import Regressor
+from isaaclab_sysid.robots.regressor import Regressor
 from isaaclab_sysid.rigid_body.runs_input import read_runs
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.interface import ReplayOptions

@@ -17,7 +17,7 @@ from isaaclab_sysid.data.franka_v2 import read_franka_pieces, write_franka_run
 from isaaclab_sysid.data.run import ImpedanceLaw
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
-from isaaclab_sysid.fit.pipeline import run_fit
+from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.fit.problem import build_problem
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.robots import load_robot

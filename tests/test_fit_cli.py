@@ -140,7 +140,7 @@ def test_flags_that_cannot_apply_are_refused(tmp_path, twin_csvs):
 def test_a_fit_whose_best_candidate_diverged_exits_nonzero_and_writes_no_result(tmp_path, twin_csvs, monkeypatch, capsys):
     """Every candidate diverging (e.g. --delay_bounds 0 400 on the demo runs) is an error, not a result."""
     import isaaclab_sysid.fit.problem as problem
-    from isaaclab_sysid.fit.pipeline import FitArgs, main_from_args
+    from isaaclab_sysid.jobs.fit_job import FitArgs, main_from_args
 
     real = problem.make_backend
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from isaaclab_sysid.robots import load_robot
-from isaaclab_sysid.twin.study import CI, TRUTH, Cell, matrix, run_cell, table
+from isaaclab_sysid.jobs.twin_study import CI, TRUTH, Cell, matrix, run_cell, table
 
 CELLS = matrix()
 #: the cell that fooled the residual-based verdicts (docs/fit.md): at 50 Hz with the state-age model, a joint-PD

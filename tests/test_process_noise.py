@@ -16,7 +16,7 @@ from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
 from isaaclab_sysid.intervals.process_noise import assess_process_noise, widening_factors
 from isaaclab_sysid.robots import load_robot
-from isaaclab_sysid.twin import study
+from isaaclab_sysid.jobs import twin_study as study
 
 CELL = study.Cell(1000.0, "coulomb", "coulomb", "task_impedance")
 

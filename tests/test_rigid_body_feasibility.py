@@ -92,7 +92,7 @@ def test_nominal_roundtrip_feeds_robot(tmp_path, fitted):
     inertials = load_nominal(path)
     assert set(inertials) == set(reg.link_names)
     robot2 = reg.robot.with_inertials(inertials)
-    from isaaclab_sysid.rigid_body.regressor import Regressor
+    from isaaclab_sysid.robots.regressor import Regressor
 
     np.testing.assert_allclose(Regressor(robot2).prior()[: 10 * reg.n_dof], rec.pi[: 10 * reg.n_dof], atol=1e-9)
     # bad files: one-line errors naming file and key

@@ -19,7 +19,7 @@ from isaaclab_sysid.rigid_body.cli import IdentifyArgs, main_from_args
 from isaaclab_sysid.rigid_body.io import load_nominal
 from isaaclab_sysid.rigid_body.options import PipelineOptions, RigidBodyError
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
-from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
+from isaaclab_sysid.robots.regressor import Regressor, RegressorOptions
 from isaaclab_sysid.rigid_body.runs_input import process_run, read_runs
 from isaaclab_sysid.rigid_body.seed_cli import SeedArgs
 from isaaclab_sysid.rigid_body.seed_cli import main_from_args as seed_main

@@ -19,8 +19,8 @@ from isaaclab_sysid.rigid_body.pipeline import (
     published_standard_vector,
 )
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
-from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
-from isaaclab_sysid.rigid_body.ur10e_data import (
+from isaaclab_sysid.robots.regressor import Regressor, RegressorOptions
+from isaaclab_sysid.data.ur10e_logs import (
     UR10eDataError,
     is_fourier_unloaded,
     list_runs,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from isaaclab_sysid.rigid_body.ur10e_data import UR10eDataError, load_ur10e_csv
+from isaaclab_sysid.data.ur10e_logs import UR10eDataError, load_ur10e_csv
 
 
 def _write(path, rows):

@@ -20,7 +20,7 @@ import pytest
 
 from isaaclab_sysid.arm_model import ArmModel, with_body_inertials
 from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal
-from isaaclab_sysid.rigid_body.ur10e_data import ur10e_dir
+from isaaclab_sysid.data.ur10e_logs import ur10e_dir
 from isaaclab_sysid.robots import load_robot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,7 +150,7 @@ def test_an_engine_invalid_link_is_refused_on_reading_naming_link_moments_and_fi
     rb, _ = franka_rb
     rb_params = json.loads((rb / "rb_params.json").read_text())
     from isaaclab_sysid.rigid_body.io import save_nominal
-    from isaaclab_sysid.rigid_body.regressor import Regressor
+    from isaaclab_sysid.robots.regressor import Regressor
 
     # the SDP's own link 7 (hand merged in) as the earlier writer wrote it: its link less the hand fails A + B >= C
     reg = Regressor(load_robot("franka_panda"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from isaaclab_sysid.data import Run
-from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
+from isaaclab_sysid.robots.regressor import Regressor, RegressorOptions
 from isaaclab_sysid.robots import LinkInertial, Robot
 from isaaclab_sysid.robots.overrides import InertialError, engine_ready, engine_violation, principal_moments
 

@@ -18,7 +18,7 @@ the fit's default bounds and a stated budget:
 
 Figures per contender: wall time, rollouts ((candidate, run) pairs) and 1 ms env-steps,
 per-parameter relative error (Coulomb friction: the distance to [Coulomb, static], as in
-``twin/study.py``), delay error, held-out q RMS over the noise floor (every contender's values
+``jobs/twin_study.py``), delay error, held-out q RMS over the noise floor (every contender's values
 replayed by the same backend, a fractional delay rounded to whole ticks) and the 95 % interval
 coverage where the tool gives intervals (ours: the curvature intervals; ``mujoco.sysid``:
 ``calculate_intervals``; PACE gives none).

@@ -45,110 +45,15 @@ marked unreliable (intervals/combine.py).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.metrics import rms
 from isaaclab_sysid.evaluate.noise_floor import NoiseFloor
+from isaaclab_sysid.fit.adequacy_record import Adequacy, AdequacyLimits, RunResidualStats
 from isaaclab_sysid.sim.interface import RunRollout
-
-
-@dataclass(frozen=True)
-class AdequacyLimits:
-    """Thresholds of the verdict (dimensionless ratios)."""
-
-    max_heldout_ratio: float = 2.0
-    max_floor_ratio: float = 2.0
-    max_speed_ratio: float = 2.0
-    self_motion_share: float = 0.5
-
-
-@dataclass
-class RunResidualStats:
-    """Residual diagnostics of the fitted candidate on one run.
-
-    Attributes:
-        name: run name; heldout: the run was held out.
-        q_rms_mrad: (N,) per-joint q RMS [mrad]; q_rms_all_mrad: over all joints.
-        white_floor_mrad: (N,) white-noise floor estimated from first differences [mrad].
-        speed_ratio: (N,) residual RMS in the fastest third of samples over the slowest third.
-        self_motion_share: share of the joint-error energy in the EE Jacobian's null space (None: not redundant
-            or not task impedance).
-        self_motion_joints: joints (1-based) carrying most of the null-space error.
-    """
-
-    name: str
-    heldout: bool
-    q_rms_mrad: list[float]
-    q_rms_all_mrad: float
-    white_floor_mrad: list[float]
-    speed_ratio: list[float]
-    self_motion_share: float | None = None
-    self_motion_joints: list[int] = field(default_factory=list)
-
-
-@dataclass
-class Adequacy:
-    """The model-adequacy verdict of one fit (see module docstring).
-
-    Attributes:
-        verdict: ``adequate`` or ``misfit``.
-        messages: plain-words findings, worst first.
-        heldout_over_fit: held-out q RMS / fit q RMS (None without held-out runs).
-        floor_mrad: the noise floor used [mrad]; floor_source: ``repeats`` (measured from repeat runs,
-            ``--noise_floor_from``), ``given`` (``--noise_floor_mrad``) or ``estimated`` (white noise of the residual).
-        residual_over_floor: fit q RMS / floor.
-        runs: per-run diagnostics.
-        floor_per_joint_mrad: (N,) the per-joint floor [mrad] (repeats, estimated), None for a given number.
-        floor_method: how the floor was obtained, in words; floor_files: the repeat pairs' CSV paths.
-    """
-
-    verdict: str
-    messages: list[str]
-    heldout_over_fit: float | None
-    floor_mrad: float
-    floor_source: str
-    residual_over_floor: float
-    runs: list[RunResidualStats]
-    limits: AdequacyLimits = field(default_factory=AdequacyLimits)
-    floor_per_joint_mrad: list[float] | None = None
-    floor_method: str = ""
-    floor_files: list[list[str]] = field(default_factory=list)
-    static_friction_test: dict | None = None
-
-    @property
-    def misfit(self) -> bool:
-        return self.verdict == "misfit"
-
-    def with_static_friction_test(self, test) -> "Adequacy":
-        """This verdict with the score test for an omitted static friction
-        (:mod:`isaaclab_sysid.evaluate.friction_score`; None where it does not apply): misfit when it fires."""
-        if test is None:
-            return self
-        msgs = list(self.messages)
-        verdict = self.verdict
-        if test.significant:
-            msgs = [m for m in msgs if not m.startswith("model adequate")]
-            msgs.insert(0, test.message())
-            verdict = "misfit"
-        return dataclasses.replace(self, verdict=verdict, messages=msgs, static_friction_test=test.to_json())
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> "Adequacy":
-        return cls(verdict=d["verdict"], messages=list(d["messages"]), heldout_over_fit=d.get("heldout_over_fit"),
-                   floor_mrad=float(d["floor_mrad"]), floor_source=d["floor_source"],
-                   residual_over_floor=float(d["residual_over_floor"]),
-                   runs=[RunResidualStats(**r) for r in d.get("runs", [])],
-                   limits=AdequacyLimits(**d.get("limits", {})), floor_per_joint_mrad=d.get("floor_per_joint_mrad"),
-                   floor_method=d.get("floor_method", ""), floor_files=[list(p) for p in d.get("floor_files", [])],
-                   static_friction_test=d.get("static_friction_test"))
 
 
 def speed_ratio(e: np.ndarray, dq: np.ndarray) -> np.ndarray:

@@ -13,17 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from isaaclab_sysid.fit.adequacy_record import Adequacy
 from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.param_space import BoundHit, ParamSpace
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable, read_json
-
-if TYPE_CHECKING:  # pragma: no cover
-    from isaaclab_sysid.evaluate.adequacy import Adequacy
 
 RESULT_FILE = "sysid_best_params.json"
 
@@ -174,7 +171,7 @@ class FitResult:
     search: SearchDistribution | None = None
     refine: RefineSummary | None = None
     convergence: list[StageVerdict] = field(default_factory=list)
-    adequacy: "Adequacy | None" = None
+    adequacy: Adequacy | None = None
 
     @classmethod
     def from_search(cls, space: ParamSpace, best_x: np.ndarray, best_score: float, **kw) -> "FitResult":
@@ -312,10 +309,5 @@ class FitResult:
             raise ValueError(f"{path}: {exc}") from None
 
 
-
-def _adequacy(d: Mapping | None):
-    if not d:
-        return None
-    from isaaclab_sysid.evaluate.adequacy import Adequacy  # evaluation's type; imported here to keep fit/ first
-
-    return Adequacy.from_json(dict(d))
+def _adequacy(d: Mapping | None) -> Adequacy | None:
+    return Adequacy.from_json(dict(d)) if d else None

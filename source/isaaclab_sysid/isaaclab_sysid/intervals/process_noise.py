@@ -9,7 +9,7 @@ residual. Its effect on the fitted numbers is large where the loop is weak
 and the curvature sandwich cannot measure it from the runs themselves: at the
 optimum the scores sum to zero, so a long-memory component of them is invisible
 to any kernel estimate (the fixed-bandwidth bias of Newey-West). On the study
-twin (``twin/study.py``, task impedance, 0.01 N m actuator noise) the raw
+twin (``jobs/twin_study.py``, task impedance, 0.01 N m actuator noise) the raw
 curvature intervals covered 56 % of the truths; without the actuator noise, 93 %.
 
 What this module does, at the optimum x0 of a fit, on its controller runs:

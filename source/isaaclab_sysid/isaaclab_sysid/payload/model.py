@@ -16,7 +16,7 @@ import numpy as np
 
 from isaaclab_sysid.arm_model import ArmModel
 from isaaclab_sysid.payload.holds import PayloadInputError
-from isaaclab_sysid.rigid_body.regressor import LINK_PARAM_NAMES
+from isaaclab_sysid.robots.regressor import LINK_PARAM_NAMES
 from isaaclab_sysid.robots import LinkInertial, Robot
 
 #: Pinocchio's 10 parameters of the payload (mass first).

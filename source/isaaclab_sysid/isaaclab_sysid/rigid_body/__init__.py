@@ -1,6 +1,7 @@
-"""Rigid-body identification: regressor, base parameters, least squares, feasibility.
+"""Rigid-body identification: base parameters, least squares, feasibility.
 
-Pipeline: :mod:`preprocess` -> :mod:`regressor` -> :mod:`base_params` ->
+Pipeline: :mod:`preprocess` -> the regressor (:mod:`isaaclab_sysid.robots.regressor`, a property of the
+robot's model) -> :mod:`base_params` ->
 :mod:`estimate` -> :mod:`feasibility` (all-pose audit, SDP reconstruction), run end
 to end by :func:`pipeline.identify` (choices in :mod:`options`); :mod:`writers`
 (``rb_params.json``, inertial override, plots) and :mod:`report` write its files;

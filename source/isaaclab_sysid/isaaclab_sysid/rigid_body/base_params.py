@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from isaaclab_sysid.rigid_body.regressor import Regressor
+from isaaclab_sysid.robots.regressor import Regressor
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,10 @@ from isaaclab_sysid.rigid_body.pipeline import (
     published_standard_vector,
 )
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions, Processed
-from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
+from isaaclab_sysid.robots.regressor import Regressor, RegressorOptions
 from isaaclab_sysid.rigid_body.report import verdict
 from isaaclab_sysid.rigid_body.runs_input import commanded_trajectory, gravity_record, process_run, read_runs, robot_of
-from isaaclab_sysid.rigid_body.ur10e_data import (
+from isaaclab_sysid.data.ur10e_logs import (
     PublishedParameters,
     UR10eDataError,
     is_fourier_unloaded,

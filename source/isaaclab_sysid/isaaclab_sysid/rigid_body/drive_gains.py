@@ -35,7 +35,7 @@ import scipy.optimize
 from isaaclab_sysid.rigid_body.base_params import BaseParameters
 from isaaclab_sysid.rigid_body.estimate import hac_covariance
 from isaaclab_sysid.rigid_body.preprocess import Processed
-from isaaclab_sysid.rigid_body.regressor import LINK_PARAM_NAMES, Regressor
+from isaaclab_sysid.robots.regressor import LINK_PARAM_NAMES, Regressor
 
 #: Names of the payload's 9 unknown parameters (its mass is given).
 PAYLOAD_PARAM_NAMES = LINK_PARAM_NAMES[1:]

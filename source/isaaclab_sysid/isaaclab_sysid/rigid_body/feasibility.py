@@ -23,7 +23,7 @@ import numpy as np
 from isaaclab_sysid.rigid_body.base_params import BaseParameters
 from isaaclab_sysid.rigid_body.estimate import whitener
 from isaaclab_sysid.rigid_body.log_cholesky import pseudo_inertia
-from isaaclab_sysid.rigid_body.regressor import Regressor
+from isaaclab_sysid.robots.regressor import Regressor
 
 
 # ------------------------------------------------------------------ audit

@@ -18,7 +18,7 @@ from isaaclab_sysid.rigid_body.clie.starts import GROUP_TO_TERM, JOINT_GROUPS, J
 from isaaclab_sysid.rigid_body.feasibility import prior_std
 from isaaclab_sysid.rigid_body.log_cholesky import from_log_cholesky, parameter_jacobian, to_log_cholesky
 from isaaclab_sysid.rigid_body.options import require, RigidBodyError
-from isaaclab_sysid.rigid_body.regressor import Regressor
+from isaaclab_sysid.robots.regressor import Regressor
 from isaaclab_sysid.robots import Robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 

@@ -15,7 +15,7 @@ from isaaclab_sysid.rigid_body.base_params import BaseParameters, compute_base_p
 from isaaclab_sysid.rigid_body.io import RbParams, RbParamsError
 from isaaclab_sysid.rigid_body.options import require, RigidBodyError
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
-from isaaclab_sysid.rigid_body.regressor import Regressor, RegressorOptions
+from isaaclab_sysid.robots.regressor import Regressor, RegressorOptions
 from isaaclab_sysid.robots import Robot
 
 

@@ -27,9 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.evaluate.adequacy import assess
 from isaaclab_sysid.evaluate.heldout import evaluate_params
-from isaaclab_sysid.evaluate.friction_score import static_friction_test
 from isaaclab_sysid.evaluate.metrics import rms_between_runs
 from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.objective import ReplayObjective
@@ -37,6 +35,7 @@ from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.intervals.combine import compute_all
+from isaaclab_sysid.jobs.assessment import assess_fit
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.sim.interface import ReplayOptions
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
@@ -233,9 +232,8 @@ def run_cell(cell: Cell, seed: int = 0, size: StudySize = CI, robot: Robot | Non
         ev = evaluate_params(objective.backend, result, runs)
         floor = rms_between_runs(held, repeat)["q_rms_all_mrad"]
         age = 10.0 if (cell.rate_hz < 1000 and cell.state_model) else 0.0
-        result.adequacy = assess(runs, ev.rollouts, len(fit), robot, noise_floor_mrad=None, age_max_ms=[age] * len(runs))
-        result.adequacy = result.adequacy.with_static_friction_test(static_friction_test(
-            objective.backend, result.space, result.best_x, fit, result.loss_weights, result.traj_weights))
+        result.adequacy = assess_fit(objective.backend, result, runs, ev.rollouts, len(fit), robot, None,
+                                     [age] * len(runs))
         rep = compute_all(objective.backend, result, fit, [held], n_boot=200)
     finally:
         objective.backend.close()

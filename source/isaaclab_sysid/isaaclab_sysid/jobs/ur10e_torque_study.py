@@ -24,9 +24,9 @@ import numpy as np
 from isaaclab_sysid.data.torque_runs import TorqueSource, read_ur10e_torque_run
 from isaaclab_sysid.evaluate.window_scores import WindowScore, window_scores
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.pipeline import run_fit
+from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.fit.result import FitResult
-from isaaclab_sysid.rigid_body.ur10e_data import list_runs, load_published_parameters, ur10e_dir
+from isaaclab_sysid.data.ur10e_logs import list_runs, load_published_parameters, ur10e_dir
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend

@@ -1,4 +1,4 @@
-"""The fit job behind ``scripts/sysid_franka_osc.py``: it only sequences the stages.
+"""The fit job behind ``scripts/sysid_franka_osc.py``: it only sequences the stages (the jobs layer).
 
 1. :func:`~isaaclab_sysid.fit.problem.build_problem`: options checked, runs read and
    validated, robot, parameter space and backend built (a bad input costs nothing);
@@ -6,7 +6,7 @@
    checkpointed (``--resume`` continues it), into a :class:`~isaaclab_sysid.fit.result.FitResult`;
 3. ``sysid_best_params.json``;
 4. evaluation of the result against the nominal parameters on the fit and held-out
-   runs, plots and ``report.md``.
+   runs, the adequacy verdict (:func:`~isaaclab_sysid.jobs.assessment.assess_fit`), plots and ``report.md``.
 
 ``--eval_params`` replaces 2-3 by reading a result file. docs/architecture.md
 shows the path of the parameter vector through these stages.
@@ -19,8 +19,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from isaaclab_sysid.evaluate.friction_score import static_friction_test
-from isaaclab_sysid.evaluate.adequacy import assess
 from isaaclab_sysid.evaluate.heldout import EvalResult, evaluate_params, write_eval_outputs
 from isaaclab_sysid.evaluate.noise_floor import resolve_noise_floor
 from isaaclab_sysid.evaluate.shooting_floor import shooting_floor
@@ -37,6 +35,7 @@ from isaaclab_sysid.fit.problem import FitProblem, build_problem, params_file, s
 from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 from isaaclab_sysid.fit.search import Search, SearchSettings
 from isaaclab_sysid.fit.tracking import WandbLog
+from isaaclab_sysid.jobs.assessment import assess_fit
 from isaaclab_sysid.sim.interface import UnsupportedParameterError
 from isaaclab_sysid.sim.shooting import backend_windows
 
@@ -144,9 +143,8 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
     if floor is None and args.replay.replay == "torque":  # the drift of the windows' start states, not white noise
         floor = shooting_floor(problem.runs, ev.rollouts[: len(problem.runs)],
                                backend_windows(problem.backend, problem.runs))
-    result.adequacy = assess(all_runs, ev.rollouts, len(problem.runs), problem.robot, floor, age_max_ms=ages)
-    result.adequacy = result.adequacy.with_static_friction_test(static_friction_test(
-        problem.backend, result.space, result.best_x, problem.runs, result.loss_weights, result.traj_weights))
+    result.adequacy = assess_fit(problem.backend, result, all_runs, ev.rollouts, len(problem.runs), problem.robot,
+                                 floor, ages)
     result.write(run_dir)
     log(f"model adequacy: {result.adequacy.verdict}")
     for m in result.adequacy.messages:

@@ -1,0 +1,39 @@
+"""The verdict every job runs after a fit: the residual diagnostics, then the static-friction score test.
+
+Written once here for the fit job (:mod:`~isaaclab_sysid.jobs.fit_job`) and the twin study
+(:mod:`~isaaclab_sysid.jobs.twin_study`): :func:`~isaaclab_sysid.evaluate.adequacy.assess` judges the fitted
+replay's residuals (docs/fit.md, "Model adequacy"), and
+:func:`~isaaclab_sysid.evaluate.friction_score.static_friction_test` asks whether the fit runs want a static
+friction the model omits (a verdict it fires on is ``misfit``). Only the fit runs enter the score test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.evaluate.adequacy import assess
+from isaaclab_sysid.evaluate.friction_score import static_friction_test
+from isaaclab_sysid.evaluate.noise_floor import NoiseFloor
+from isaaclab_sysid.fit.adequacy_record import Adequacy
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.robots import Robot
+from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
+
+
+def assess_fit(backend: ReplayBackend, result: FitResult, runs: Sequence[Run], rollouts: Sequence[RunRollout],
+               n_fit: int, robot: Robot, floor: NoiseFloor | float | None, age_max_ms: Sequence[float]) -> Adequacy:
+    """The adequacy verdict of ``result`` with the score test folded in.
+
+    Args:
+        backend: the fit's backend (the score test replays the fit runs with it).
+        result: the fitted result (its best vector, loss and trajectory weights).
+        runs: fit runs first, then held-out runs; ``rollouts``: their evaluation rollouts (candidate 1 = fitted).
+        n_fit: how many of ``runs`` are fit runs.
+        robot: the arm (EE Jacobian of the self-motion diagnostic).
+        floor: the noise floor (measured, given [mrad], or None: estimated from the residual).
+        age_max_ms: per run, the largest modelled state age [ms] (0 at 1 kHz).
+    """
+    adequacy = assess(list(runs), list(rollouts), n_fit, robot, floor, age_max_ms=list(age_max_ms))
+    return adequacy.with_static_friction_test(static_friction_test(
+        backend, result.space, result.best_x, list(runs[:n_fit]), result.loss_weights, result.traj_weights))
