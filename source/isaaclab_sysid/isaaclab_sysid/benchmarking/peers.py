@@ -48,7 +48,7 @@ from isaaclab_sysid.fit.search import Search, SearchSettings
 from isaaclab_sysid.fit.state import FitState
 from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
 from isaaclab_sysid.robots import Robot
-from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
+from isaaclab_sysid.sim.interface import CandidateBatch, LossScore, ReplayBackend, ReplayOptions, RunRollout
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
 from isaaclab_sysid.twin.demo import joint_target, task_target
 from isaaclab_sysid.twin.params import TwinNoise, TwinParams
@@ -138,15 +138,21 @@ class Counts:
     env_steps: int = 0
 
 
-class CountingBackend:
-    """A backend wrapper counting rollouts and env-steps into a :class:`Counts`."""
+class CountingBackend(ReplayBackend):
+    """A backend wrapper counting rollouts and env-steps into a :class:`Counts`.
 
-    def __init__(self, inner: MujocoBackend) -> None:
+    Every member of the :class:`ReplayBackend` contract is the inner backend's (``name``, ``supported_groups``,
+    ``options``, ``scores_loss``, ``windows_of``, ``loss``, ``close``); ``inner`` is the wrapped backend. Only
+    :meth:`rollout` does more: it counts P x len(runs) rollouts and their env-steps (warm-up + the run's ticks).
+    """
+
+    def __init__(self, inner: ReplayBackend) -> None:
         self.inner = inner
+        self.name = inner.name
+        self.supported_groups = inner.supported_groups
+        self.options = inner.options
+        self.scores_loss = inner.scores_loss
         self.counts = Counts()
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
     @property
     def rollouts(self) -> int:
@@ -156,11 +162,27 @@ class CountingBackend:
     def env_steps(self) -> int:
         return self.counts.env_steps
 
-    def rollout(self, batch: CandidateBatch, runs: Sequence[Run], **kw):
+    def _count(self, batch: CandidateBatch, runs: Sequence[Run]) -> None:
         P = batch.size
         self.counts.rollouts += P * len(runs)
         self.counts.env_steps += P * sum(self.inner.options.warmup_ticks + int(r.sample_ticks()[-1]) + 1 for r in runs)
+
+    def rollout(self, batch: CandidateBatch, runs: Sequence[Run], **kw) -> list[RunRollout]:
+        self._count(batch, runs)
         return self.inner.rollout(batch, runs, **kw)
+
+    def windows_of(self, runs: Sequence[Run]) -> list[np.ndarray]:
+        """The inner backend's shooting windows of ``runs``."""
+        return self.inner.windows_of(runs)
+
+    def loss(self, batch: CandidateBatch, runs: Sequence[Run], score: LossScore):
+        """The inner backend's loss (only with ``scores_loss``), counted like :meth:`rollout`."""
+        self._count(batch, runs)
+        return self.inner.loss(batch, runs, score)
+
+    def close(self) -> None:
+        """Close the inner backend."""
+        self.inner.close()
 
 
 @dataclass
