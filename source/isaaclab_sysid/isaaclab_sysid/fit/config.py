@@ -89,7 +89,13 @@ class ParamsConfig:
     fit_groups: str = FIT_GROUPS_DEFAULT
     """Comma-separated parameter groups to fit: armature, friction, viscous, delay; for joints that stick, replace
     friction by the static-friction group mu_static,dynamic_ratio (static friction Fs, Coulomb = ratio x Fs; mujoco),
-    optionally with stribeck_velocity (else --stribeck_velocity)."""
+    optionally with stribeck_velocity (else --stribeck_velocity). auto: fit armature,friction,viscous,delay, then
+    refit with the static-friction group from that optimum and keep the static fit if the score test asks for static
+    friction or the refit lowers the loss by --auto_static_margin (the log says what it chose, the loss ratio and
+    each joint's z; fit_groups_auto.json)."""
+    auto_static_margin: float = 0.1
+    """--fit_groups auto: the share by which the static-friction refit must lower the fit loss to be chosen when the
+    score test does not fire (0.1 = 10 %)."""
     armature_bounds: tuple[float, float] = _bounds("armature")
     """Bounds of the per-joint armature (reflected rotor inertia) [kg m^2]."""
     friction_bounds: tuple[float, float] = _bounds("friction")
@@ -109,9 +115,15 @@ class ParamsConfig:
     stribeck_velocity: float = 0.05
     """Stribeck velocity of the static-friction group [rad/s] when not fitted: friction Fc + (Fs - Fc) exp(-(v/vs)^2)."""
 
+    @property
+    def auto(self) -> bool:
+        """``--fit_groups auto``: the friction model chosen on evidence (jobs/model_choice.py)."""
+        return self.fit_groups.strip() == "auto"
+
     def groups(self) -> list[str]:
-        """The group names of ``fit_groups``, in the order given."""
-        return [g.strip() for g in self.fit_groups.split(",") if g.strip()]
+        """The group names of ``fit_groups``, in the order given (``auto``: the Coulomb set it starts from)."""
+        spec = FIT_GROUPS_DEFAULT if self.auto else self.fit_groups
+        return [g.strip() for g in spec.split(",") if g.strip()]
 
     def bounds_of(self, group: str) -> tuple[float, float] | None:
         """The bounds flag of ``group`` (None for an unknown group)."""

@@ -62,6 +62,8 @@ class SearchSettings:
         widen_delays: with ``delay_neighbours=None``, profile d-1..d+1 first and widen only while the best delay sits
             at an edge (:class:`~isaaclab_sysid.fit.refine.RefineSettings`); False: every delay at once.
         single_damping: one damping trial per LM iteration after a track's first accepted step (three before).
+        low_start: the fast path also starts a track at the ``low`` start (False: the start point alone, as a refit
+            from a known optimum does).
     """
 
     cmaes: CmaesSettings
@@ -73,6 +75,7 @@ class SearchSettings:
     fast: FastPathSettings | None = None
     widen_delays: bool = True
     single_damping: bool = False
+    low_start: bool = True
 
 
 class Search:
@@ -210,7 +213,8 @@ class Search:
         if fs.refine is None:
             c = self.settings.cmaes
             x0 = np.full(self.problem.space.dim, 0.5) if c.x0 is None else np.asarray(c.x0, dtype=float)
-            started = self.fast.start(x0, extra_starts=[self.problem.space.low_start()], labels=("x0", "low"))
+            extra = [self.problem.space.low_start()] if self.settings.low_start else []
+            started = self.fast.start(x0, extra_starts=extra, labels=("x0", "low")[: 1 + len(extra)])
             fs.refine, fs.n_starts = started.refine, started.n_starts
             self.checkpoint()
         had_verdict = fs.evidence is not None

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.adequacy import assess
-from isaaclab_sysid.evaluate.friction_score import static_friction_test
+from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest, static_friction_test
 from isaaclab_sysid.evaluate.noise_floor import NoiseFloor
 from isaaclab_sysid.fit.adequacy_record import Adequacy
 from isaaclab_sysid.fit.result import FitResult
@@ -22,7 +22,8 @@ from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
 
 
 def assess_fit(backend: ReplayBackend, result: FitResult, runs: Sequence[Run], rollouts: Sequence[RunRollout],
-               n_fit: int, robot: Robot, floor: NoiseFloor | float | None, age_max_ms: Sequence[float]) -> Adequacy:
+               n_fit: int, robot: Robot, floor: NoiseFloor | float | None, age_max_ms: Sequence[float],
+               friction_test: StaticFrictionTest | None = None) -> Adequacy:
     """The adequacy verdict of ``result`` with the score test folded in.
 
     Args:
@@ -33,7 +34,11 @@ def assess_fit(backend: ReplayBackend, result: FitResult, runs: Sequence[Run], r
         robot: the arm (EE Jacobian of the self-motion diagnostic).
         floor: the noise floor (measured, given [mrad], or None: estimated from the residual).
         age_max_ms: per run, the largest modelled state age [ms] (0 at 1 kHz).
+        friction_test: the score test already run at this optimum (``--fit_groups auto`` ran it to choose the
+            model); None: run it here.
     """
     adequacy = assess(list(runs), list(rollouts), n_fit, robot, floor, age_max_ms=list(age_max_ms))
-    return adequacy.with_static_friction_test(static_friction_test(
-        backend, result.space, result.best_x, list(runs[:n_fit]), result.loss_weights, result.traj_weights))
+    if friction_test is None:
+        friction_test = static_friction_test(backend, result.space, result.best_x, list(runs[:n_fit]),
+                                             result.loss_weights, result.traj_weights)
+    return adequacy.with_static_friction_test(friction_test)

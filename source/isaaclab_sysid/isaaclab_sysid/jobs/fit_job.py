@@ -14,11 +14,16 @@ shows the path of the parameter vector through these stages.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
+from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest
 from isaaclab_sysid.evaluate.heldout import EvalResult, evaluate_params, write_eval_outputs
 from isaaclab_sysid.evaluate.noise_floor import resolve_noise_floor
 from isaaclab_sysid.evaluate.shooting_floor import shooting_floor
@@ -36,8 +41,19 @@ from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 from isaaclab_sysid.fit.search import Search, SearchSettings
 from isaaclab_sysid.fit.tracking import WandbLog
 from isaaclab_sysid.jobs.assessment import assess_fit
+from isaaclab_sysid.jobs.model_choice import (
+    CHOICE_FILE,
+    FrictionChoice,
+    decide,
+    not_applicable,
+    score_test,
+    static_groups,
+    static_space,
+    static_start,
+)
 from isaaclab_sysid.sim.interface import UnsupportedParameterError
 from isaaclab_sysid.sim.shooting import backend_windows
+from isaaclab_sysid.utils.atomic import atomic_write_json
 
 
 def resumed_args(args: FitArgs) -> FitArgs:
@@ -73,25 +89,72 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
                                 admit_aborted=args.replay.admit_aborted)  # repeat files read and checked before the fit
     search, result = _search(args, problem, log)
     _refuse_diverged(result, search.run_dir)
-    path = result.write(search.run_dir)
+    run_dir, choice, test = search.run_dir, None, None
+    if args.params.auto:
+        search, result, choice, test = _auto_friction(args, problem, search, result, log)
+    path = result.write(run_dir)
     log(f"best loss {result.best_score:.6g}; wrote {path}")
     log("  " + result.summary_line())
-    _evaluate_and_report(args, problem, result, search, log, time.perf_counter() - t_start, floor)
-    return search.run_dir
+    _evaluate_and_report(args, problem, result, run_dir, search.cmaes.state.history, log,
+                         time.perf_counter() - t_start, floor, choice, test)
+    return run_dir
 
 
-def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -> tuple[Search, FitResult]:
-    """Stage 2: CMA-ES + refinement in a new (or the resumed) output folder."""
+def _auto_friction(args: FitArgs, problem: FitProblem, search: Search, coulomb: FitResult, log: Callable[[str], None]
+                   ) -> tuple[Search, FitResult, FrictionChoice, StaticFrictionTest | None]:
+    """``--fit_groups auto`` after the Coulomb fit (jobs/model_choice.py): the score test, the static-friction refit
+    from the Coulomb optimum (its checkpoints in ``<run_dir>/static_friction``), the choice (logged and written to
+    ``fit_groups_auto.json``); returns the search and result that are the answer and the score test (None when the
+    answer is the static fit: the test is of the Coulomb model)."""
+    run_dir = search.run_dir
+    groups = list(coulomb.space.group_names)
+    why_not = not_applicable(problem, coulomb)
+    if why_not is not None:
+        choice, test = FrictionChoice(groups, groups, False, why_not), None
+    else:
+        test = score_test(problem, coulomb)
+        static_args = copy.deepcopy(args)
+        static_args.params.fit_groups = ",".join(static_groups(groups))
+        space = static_space(coulomb.space, args.params.mu_static_bounds, args.params.dynamic_ratio_bounds)
+        x0 = static_start(coulomb.space, coulomb.best_x, space)
+        log(f"--fit_groups auto: refitting with {static_args.params.fit_groups} from the Coulomb optimum")
+        refit, static = _search(static_args, dataclasses.replace(problem, space=space), log,
+                                run_dir=_mkdir(run_dir / "static_friction"), x0=x0, refit=True)
+        choice = decide(coulomb, test, None if _diverged(static) else float(static.best_score),
+                        args.params.auto_static_margin)
+    log(choice.line())
+    atomic_write_json(run_dir / CHOICE_FILE, choice.to_json())
+    if not choice.static:
+        return search, coulomb, choice, test
+    coulomb.write(_mkdir(run_dir / "coulomb"))
+    return refit, static, choice, None
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None], run_dir: Path | None = None,
+            x0: np.ndarray | None = None, refit: bool = False) -> tuple[Search, FitResult]:
+    """Stage 2: CMA-ES + refinement in a new (or the resumed) output folder, or in ``run_dir`` (a stage of
+    ``--fit_groups auto``: resumed there with ``--resume``) from ``x0`` (D,) normalized (default: ``--x0``);
+    ``refit``: from ``x0`` alone (no second track at the ``low`` start)."""
     s = args.search
-    x0 = start_point(s.x0, problem.space)
+    x0 = start_point(s.x0, problem.space) if x0 is None else np.asarray(x0, dtype=float)
     settings = SearchSettings(CmaesSettings(popsize=s.num_envs, max_iter=s.max_iter, sigma0=s.sigma, seed=s.seed,
                                             x0=tuple(x0)),
                               refine_iter=s.refine_iter, delay_neighbours=s.refine_delay_neighbours,
-                              save_interval=args.output.save_interval, quiet=args.output.quiet, strategy=strategy_of(s),
+                              save_interval=args.output.save_interval, quiet=args.output.quiet,
+                              strategy="fast" if refit else strategy_of(s),
                               fast=FastPathSettings(probe_generations=s.fast_probe_generations,
                                                     probe_popsize=s.fast_probe_popsize,
-                                                    probe_margin=s.fast_probe_margin))
-    if args.output.resume:
+                                                    probe_margin=s.fast_probe_margin),
+                              low_start=not refit)
+    if run_dir is not None:
+        search = (Search.resumed(problem, settings, run_dir, log) if args.output.resume
+                  else Search(problem, settings, run_dir, log=log))
+    elif args.output.resume:
         run_dir = Path(args.output.resume)
         search = Search.resumed(problem, settings, run_dir, log)
     else:
@@ -121,19 +184,24 @@ def strategy_of(s) -> str:
     return s.strategy if s.strategy is not None else ("fast" if s.refine_iter > 0 else "cmaes")
 
 
+def _diverged(result: FitResult) -> bool:
+    return bool(result.best_diverged or not result.best_score < DIVERGENCE_PENALTY)
+
+
 def _refuse_diverged(result: FitResult, run_dir: Path) -> None:
     """A best candidate that diverged is no result: exit non-zero and write no sysid_best_params.json."""
-    if result.best_diverged or not result.best_score < DIVERGENCE_PENALTY:
+    if _diverged(result):
         raise FitError(f"the best candidate diverged on at least one run (loss {result.best_score:.4g}): no parameters "
                        f"to report, no {RESULT_FILE} written ({run_dir} keeps the checkpoints). Check the bounds "
                        "(e.g. --delay_bounds), the runs' gains and --torque_clamp/--slew_limit", code=4)
 
 
-def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, search: Search,
-                         log: Callable[[str], None], wall_s_so_far: float, floor=None) -> None:
-    """Stage 4: fit and held-out runs, nominal vs fitted, in one backend call; plots and report.md."""
+def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, run_dir: Path, history: list,
+                         log: Callable[[str], None], wall_s_so_far: float, floor=None,
+                         choice: FrictionChoice | None = None, test: StaticFrictionTest | None = None) -> None:
+    """Stage 4: fit and held-out runs, nominal vs fitted, in one backend call; plots and report.md (``history``: the
+    CMA-ES generations of the answer's search, empty when none ran; ``choice``/``test``: ``--fit_groups auto``'s)."""
     t0 = time.perf_counter()
-    run_dir = search.run_dir
     all_runs = problem.all_runs
     ev = evaluate_params(problem.backend, result, all_runs, problem.weights, source=str(run_dir / RESULT_FILE))
     write_eval_outputs(run_dir, all_runs, ev)
@@ -144,7 +212,7 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
         floor = shooting_floor(problem.runs, ev.rollouts[: len(problem.runs)],
                                backend_windows(problem.backend, problem.runs))
     result.adequacy = assess_fit(problem.backend, result, all_runs, ev.rollouts, len(problem.runs), problem.robot,
-                                 floor, ages)
+                                 floor, ages, friction_test=test)
     result.write(run_dir)
     log(f"model adequacy: {result.adequacy.verdict}")
     for m in result.adequacy.messages:
@@ -154,14 +222,14 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
             "cannot pin it down; its export range is widened to the search bounds")
     pngs: list[Path] = []
     if args.output.plots:
-        history = search.cmaes.state.history  # empty when the fast strategy never fell back to CMA-ES
-        if history:
+        if history:  # empty when the fast strategy never fell back to CMA-ES
             pngs.append(plot_convergence(history, result.run_names, run_dir / "convergence.png"))
         pngs += plot_evaluation(run_dir, all_runs, ev, result.space.joint_names, backend_windows(problem.backend, all_runs))
-    sections = fit_sections(result, fit_ev, held_ev, wall_s_so_far + time.perf_counter() - t0, _context(args, problem))
+    context = _context(args, problem) + ([f"friction model: `{choice.line()}` ({CHOICE_FILE})"] if choice else [])
+    sections = fit_sections(result, fit_ev, held_ev, wall_s_so_far + time.perf_counter() - t0, context)
     report = write_report(run_dir, sections, pngs)
     if args.output.plots:
-        figs = [convergence_figure(search.cmaes.state.history)] if search.cmaes.state.history else []
+        figs = [convergence_figure(history)] if history else []
         for run, ro in zip(all_runs, ev.rollouts):
             figs += run_figures(run, ro.q[0], ro.q[1], result.space.joint_names)
         log(f"report: {report} and {write_html_report(run_dir, 'System identification report', sections, figs)}")
