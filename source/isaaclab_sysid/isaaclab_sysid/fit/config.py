@@ -96,8 +96,9 @@ class ParamsConfig:
     auto_static_margin: float = 0.1
     """--fit_groups auto: the share by which the static-friction refit must lower the fit loss to be chosen when the
     score test does not fire (0.1 = 10 %)."""
-    armature_bounds: tuple[float, float] = _bounds("armature")
-    """Bounds of the per-joint armature (reflected rotor inertia) [kg m^2]."""
+    armature_bounds: tuple[float, float] | None = None
+    """Bounds of the per-joint armature (reflected rotor inertia) [kg m^2]; default: [0, the robot config's physical
+    bound per joint] (armature_max: rotor inertia x gear ratio^2, or its stated rule), else [0, 0.5]."""
     friction_bounds: tuple[float, float] = _bounds("friction")
     """Bounds of the per-joint Coulomb friction torque [N m]."""
     viscous_bounds: tuple[float, float] = _bounds("viscous")

@@ -77,11 +77,18 @@ DEFAULT_BOUNDS: dict[str, tuple[float, float]] = {k: g.default_bounds for k, g i
 
 @dataclass(frozen=True)
 class GroupSpec:
-    """One fitted group: its name and bounds (decoded units)."""
+    """One fitted group: its name and bounds (decoded units).
+
+    ``joint_upper`` (per-joint groups only): each joint's own upper bound, each in (lower, upper]
+    (the robot config's physical armature bound, :attr:`~isaaclab_sysid.robots.config.RobotConfig.armature_max`);
+    ``joint_upper_source`` says where it comes from (shown with a fit that ends at it).
+    """
 
     name: str
     lower: float
     upper: float
+    joint_upper: tuple[float, ...] | None = None
+    joint_upper_source: str | None = None
 
     def __post_init__(self) -> None:
         if self.name not in GROUPS:
@@ -91,6 +98,19 @@ class GroupSpec:
         if self.name == "delay":
             if self.lower < 0 or self.lower != int(self.lower) or self.upper != int(self.upper):
                 raise ValueError(f"delay bounds must be non-negative integers (ticks), got [{self.lower}, {self.upper}]")
+        if self.joint_upper is not None:
+            ju = np.asarray(self.joint_upper, dtype=float)
+            if not self.info.per_joint or not np.all(np.isfinite(ju)) or np.any(ju <= self.lower) or np.any(ju > self.upper):
+                raise ValueError(f"group '{self.name}': per-joint upper bounds {list(self.joint_upper)} must lie in "
+                                 f"({self.lower}, {self.upper}] (per-joint groups only)")
+
+    def uppers(self, n_dof: int) -> np.ndarray:
+        """(N,) upper bound of each joint: ``joint_upper`` when set, else ``upper`` for every joint."""
+        if self.joint_upper is None:
+            return np.full(n_dof, float(self.upper))
+        if len(self.joint_upper) != n_dof:
+            raise ValueError(f"group '{self.name}': {len(self.joint_upper)} per-joint upper bounds for {n_dof} joints")
+        return np.asarray(self.joint_upper, dtype=float)
 
     @property
     def info(self) -> GroupInfo:
@@ -135,9 +155,13 @@ class BoundHit:
     side: str
     value: float
     bound: float
+    source: str | None = None
 
     def describe(self) -> str:
-        return f"{self.label} = {self.value:.4g} at its {self.side} bound {self.bound:g}"
+        """One line; a physical bound (the robot config's) says so: the fit wants more than the motor can reflect."""
+        note = (f" (the physical bound: {self.source}; the data ask for more than the motor can reflect: suspect the "
+                "inertials, the torque signal or the friction model)") if self.source else ""
+        return f"{self.label} = {self.value:.4g} at its {self.side} bound {self.bound:g}{note}"
 
 
 class ParamSpace:
@@ -218,14 +242,14 @@ class ParamSpace:
         lo, hi = np.empty(self.dim), np.empty(self.dim)
         for g in self.groups:
             lo[self._slices[g.name]] = g.lower
-            hi[self._slices[g.name]] = g.upper
+            hi[self._slices[g.name]] = g.uppers(self.n_dof) if g.per_joint else g.upper
         return lo, hi
 
     def widths(self) -> np.ndarray:
         """(D,) decoded width of each entry's bounds (hi - lo)."""
         w = np.empty(self.dim)
         for g in self.groups:
-            w[self._slices[g.name]] = g.upper - g.lower
+            w[self._slices[g.name]] = (g.uppers(self.n_dof) if g.per_joint else g.upper) - g.lower
         return w
 
     def at_bounds(self, x: np.ndarray, tol: float = 0.01) -> list[BoundHit]:
@@ -244,7 +268,8 @@ class ParamSpace:
                 lower, upper = x[i] <= tol, x[i] >= 1.0 - tol
             if lower or upper:
                 side, b = ("lower", lo[i]) if lower else ("upper", hi[i])
-                out.append(BoundHit(e.label, e.group, e.joint, side, float(value[i]), float(b)))
+                src = self.group(e.group).joint_upper_source if side == "upper" else None
+                out.append(BoundHit(e.label, e.group, e.joint, side, float(value[i]), float(b), src))
         return out
 
     def describe(self) -> dict:
@@ -254,7 +279,9 @@ class ParamSpace:
             "n_dof": self.n_dof,
             "joint_names": list(self.joint_names),
             "groups": [
-                {"name": g.name, "lower": g.lower, "upper": g.upper, "unit": g.unit, "per_joint": g.per_joint}
+                {"name": g.name, "lower": g.lower, "upper": g.upper, "unit": g.unit, "per_joint": g.per_joint,
+                 **({} if g.joint_upper is None else {"joint_upper": list(g.joint_upper),
+                                                      "joint_upper_source": g.joint_upper_source})}
                 for g in self.groups
             ],
             "labels": self.labels(),
@@ -270,7 +297,9 @@ class ParamSpace:
         names = d.get("joint_names") or joint_names
         if names is None:
             raise ValueError("the parameter space records no joint names; give the robot config's joint names")
-        return cls([GroupSpec(g["name"], float(g["lower"]), float(g["upper"])) for g in d["groups"]], int(d["n_dof"]), names)
+        return cls([GroupSpec(g["name"], float(g["lower"]), float(g["upper"]),
+                              None if g.get("joint_upper") is None else tuple(float(v) for v in g["joint_upper"]),
+                              g.get("joint_upper_source")) for g in d["groups"]], int(d["n_dof"]), names)
 
     # ------------------------------------------------------- transforms
     def decode(self, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -287,7 +316,7 @@ class ParamSpace:
         for g in self.groups:
             u = X[:, self._slices[g.name]]
             if g.per_joint:
-                out[g.name] = g.lower + u * (g.upper - g.lower)
+                out[g.name] = g.lower + u * (g.uppers(self.n_dof) - g.lower)
             else:
                 lv = np.minimum(np.floor(u[:, 0] * g.n_levels), g.n_levels - 1).astype(np.int64)
                 out[g.name] = int(g.lower) + lv
@@ -329,7 +358,7 @@ class ParamSpace:
             v = np.asarray(values[g.name], dtype=float)
             if g.per_joint:
                 v = np.broadcast_to(v, (self.n_dof,))
-                x[self._slices[g.name]] = np.clip((v - g.lower) / (g.upper - g.lower), 0.0, 1.0)
+                x[self._slices[g.name]] = np.clip((v - g.lower) / (g.uppers(self.n_dof) - g.lower), 0.0, 1.0)
             else:
                 d = int(np.clip(round(float(v)), g.lower, g.upper))
                 x[self._slices[g.name]] = self.delay_coord(d)
@@ -351,7 +380,7 @@ class ParamSpace:
         out: dict[str, np.ndarray] = {}
         for g in self.groups:
             if g.per_joint:
-                out[g.name] = np.full(self.n_dof, np.clip(g.info.nominal, g.lower, g.upper))
+                out[g.name] = np.clip(np.full(self.n_dof, g.info.nominal), g.lower, g.uppers(self.n_dof))
             else:
                 out[g.name] = np.int64(int(g.lower))
         return out

@@ -21,12 +21,14 @@ from isaaclab_sysid.fit.config import ClusterConfig, FitArgs
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.fit.armature_bound import armature_spec, describe_armature
 from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
 from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
 from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 from isaaclab_sysid.fit import torque_replay
 from isaaclab_sysid.fit.state_age_source import resolve_state_age
 from isaaclab_sysid.robots import Robot, load_robot
+from isaaclab_sysid.robots.config import RobotConfig
 from isaaclab_sysid.sim.factory import BackendUnavailableError, RayOptions, make_backend
 from isaaclab_sysid.sim.interface import ReplayBackend, ReplayOptions
 from isaaclab_sysid.sim.state_age import StateAgeBackend, StateAgeModel
@@ -138,17 +140,21 @@ def parse_traj_weights(text: str | None, n_runs: int) -> np.ndarray:
     return w
 
 
-def build_space(args: FitArgs, joint_names: Sequence[str]) -> ParamSpace:
-    """The parameter space of ``--fit_groups`` with its bounds flags, labelled with the robot's joint names."""
+def build_space(args: FitArgs, joint_names: Sequence[str], robot_config: RobotConfig | None = None) -> ParamSpace:
+    """The parameter space of ``--fit_groups`` with its bounds flags, labelled with the robot's joint names; the
+    armature's default box is the robot config's physical bound per joint (fit/armature_bound.py)."""
     groups = args.params.groups()
     if not groups:
         raise FitError("--fit_groups is empty")
     specs = []
     for g in groups:
         bounds = args.params.bounds_of(g)
-        if bounds is None:
+        if bounds is None and g != "armature":
             raise FitError(f"unknown parameter group '{g}' in --fit_groups ({', '.join(GROUPS)})")
         try:
+            if g == "armature":
+                specs.append(armature_spec(bounds, robot_config))
+                continue
             specs.append(GroupSpec(g, float(bounds[0]), float(bounds[1])))
         except ValueError as exc:
             raise FitError(str(exc)) from None
@@ -261,14 +267,16 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
     tw = parse_traj_weights(args.runs.traj_weights, len(runs))
     robot = build_robot(args, runs + heldout)
     if torque:  # the logged torque needs no law, EE point or limits; windows and memory checked before simulating
-        space = build_space(args, robot.joint_names)
+        space = build_space(args, robot.joint_names, robot.config)
         torque_replay.check_batch_memory(args, runs + heldout, robot.n_dof, space.dim)
         torque_replay.describe(args, runs + heldout, robot, log)
     else:
         runs, heldout, robot = resolve_replay_facts(args, runs, heldout, robot, log)  # law, EE point, limits
-        space = build_space(args, robot.joint_names)
+        space = build_space(args, robot.joint_names, robot.config)
         # the flag, else the sidecars' state_age, else refused (one line); kept in args for the backend, verdict, config.json
         args.runs.state_age_ms = resolve_state_age(args.runs.state_age_ms, runs + heldout, log)
+    if "armature" in space.group_names:
+        log(describe_armature(space.group("armature")))
     backend = _checked_backend(args, robot, space)
     w_x = 0.0 if torque else args.loss.w_x  # a torque replay scores q and qd (the EE position is a function of q)
     return FitProblem(runs, heldout, robot, space, backend, LossWeights(args.loss.w_q, args.loss.w_dq, w_x), tw)

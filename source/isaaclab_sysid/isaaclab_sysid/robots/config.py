@@ -30,6 +30,9 @@ class RobotConfig:
         torque_rate_limit: (N,) per-joint torque slew limit [N m/s], or None.
         gravity_compensated: True when the real controller cancels gravity
             itself, so replays run gravity-free by default.
+        armature_max: (N,) physical upper bound of each joint's armature (reflected rotor inertia)
+            [kg m^2], the fit's default armature bound, or None (the group's generic default).
+        armature_max_source: where ``armature_max`` comes from (data sheet or the rule), said in reports.
         source: the config file this came from.
     """
 
@@ -43,6 +46,8 @@ class RobotConfig:
     torque_limit: tuple[float, ...] | None = None
     torque_rate_limit: tuple[float, ...] | None = None
     gravity_compensated: bool = True
+    armature_max: tuple[float, ...] | None = None
+    armature_max_source: str | None = None
     source: Path | None = None
 
 
@@ -93,6 +98,13 @@ def load_robot_config(name_or_path: str | Path) -> RobotConfig:
             raise RobotConfigError(f"{path}: '{key}' has {len(val)} entries, expected {n}")
         return val
 
+    arm_max = _vec("armature_max")
+    arm_src = raw.get("armature_max_source")
+    if arm_max is not None and not all(0 < v < float("inf") for v in arm_max):
+        raise RobotConfigError(f"{path}: 'armature_max' must hold finite values > 0 [kg m^2]")
+    if (arm_max is None) != (arm_src is None):
+        raise RobotConfigError(f"{path}: give 'armature_max' [kg m^2] and 'armature_max_source' (the data sheet or the "
+                               "rule it comes from) together")
     offset = tuple(float(v) for v in raw.get("ee_offset", (0.0, 0.0, 0.0)))
     if len(offset) != 3:
         raise RobotConfigError(f"{path}: 'ee_offset' must have 3 entries")
@@ -107,5 +119,7 @@ def load_robot_config(name_or_path: str | Path) -> RobotConfig:
         torque_limit=_vec("torque_limit"),
         torque_rate_limit=_vec("torque_rate_limit"),
         gravity_compensated=bool(raw.get("gravity_compensated", True)),
+        armature_max=arm_max,
+        armature_max_source=None if arm_src is None else str(arm_src),
         source=path,
     )
