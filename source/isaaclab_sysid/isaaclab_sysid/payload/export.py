@@ -5,7 +5,8 @@ an Isaac Lab mass / centre-of-mass override and a randomization range.
   picked, the randomization ranges (``export.ranges.make_range`` of each interval), and the
   assumptions.
 * ``payload_isaaclab.py``: a module that imports only Isaac Lab and holds every number as a
-  literal (its code is ``export/templates/payload_isaaclab.py``, copied by ``export/emit.py``): ``PAYLOAD`` (ends), ``OVERRIDE`` (the policy's values), ``RANGES``,
+  literal (its code is ``export/templates/payload_isaaclab.py``, copied by ``export/emit.py``):
+  ``PAYLOAD`` (ends), ``OVERRIDE`` (the policy's values), ``RANGES``,
   ``object_mass_cfg()`` (``sim_utils.MassCfg`` of a grasped-object asset, at the policy's
   mass), ``PayloadOverrideEventsCfg`` (startup events that add the policy's mass to the
   attach body and shift its centre of mass) and ``PayloadRandomizationEventsCfg`` (the same

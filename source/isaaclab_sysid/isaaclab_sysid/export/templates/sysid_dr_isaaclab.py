@@ -91,7 +91,8 @@ def apply_to(articulation_cfg, group_name: str = "sysid_arm", **kwargs):
 
 def _env_ids(env, env_ids, device):
     if env_ids is None or isinstance(env_ids, slice):
-        return torch.arange(env.scene.num_envs, dtype=torch.int32, device=device)[env_ids if isinstance(env_ids, slice) else slice(None)]
+        every = torch.arange(env.scene.num_envs, dtype=torch.int32, device=device)
+        return every[env_ids if isinstance(env_ids, slice) else slice(None)]
     return torch.as_tensor(env_ids, device=device).to(torch.int32)
 
 
@@ -117,7 +118,10 @@ class randomize_joint_dynamics(ManagerTermBase):
         dev = asset.device
         ids = _env_ids(env, env_ids, dev)
         jids = asset_cfg.joint_ids
-        jids = torch.arange(asset.num_joints, dtype=torch.int32, device=dev) if isinstance(jids, slice) else torch.as_tensor(jids, dtype=torch.int32, device=dev)
+        if isinstance(jids, slice):
+            jids = torch.arange(asset.num_joints, dtype=torch.int32, device=dev)
+        else:
+            jids = torch.as_tensor(jids, dtype=torch.int32, device=dev)
         n, m = len(ids), len(jids)
         if armature_range is not None:
             asset.write_joint_armature_to_sim_index(armature=_uniform(armature_range, n, m, dev), joint_ids=jids, env_ids=ids)
