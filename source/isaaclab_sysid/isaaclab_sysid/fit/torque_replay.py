@@ -17,6 +17,7 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.data.torque_runs import TorqueRunError, TorqueSource, read_ur10e_torque_run, torque_run
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.fit.torque_noise import torque_noise
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.sim.shooting import shooting_windows
 from isaaclab_sysid.timebase import TICK_HZ
@@ -133,6 +134,9 @@ def describe(args: FitArgs, runs: Sequence[Run], robot: Robot, log: Callable[[st
         f"{'on' if r.torque_includes_gravity else 'off'}, {windows} shooting windows of "
         f"{r.window_s:g} s each started from the measured q, qd; the loss scores q and qd (w_x = 0); each row's "
         "state and torque are taken as simultaneous (a lag between them is the fitted delay)")
+    sigma = torque_noise(runs)
+    log(f"  logged torque, white part (first differences, fit/torque_noise.py): {' '.join(f'{v:.3g}' for v in sigma)} N m "
+        "per joint: noise on the input drives the replay (errors in variables; docs/replay.md)")
     for run in runs:
         rec = run.meta.summary.get("torque_replay", {})
         dropped = {k: rec.get(k) for k in ("dropped_head_rows", "dropped_same_tick_rows", "dropped_truncated_last_row")}
