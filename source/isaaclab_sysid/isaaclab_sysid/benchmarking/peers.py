@@ -102,17 +102,19 @@ class Workload:
     floor_mrad: float
 
 
-def twin() -> TwinParams:
-    """The benchmark twin (:data:`TRUTH`, Stribeck friction, :data:`NOISE`)."""
+def twin(static_over_coulomb: float = STATIC_OVER_COULOMB) -> TwinParams:
+    """The benchmark twin (:data:`TRUTH`, Stribeck friction whose static level is ``static_over_coulomb`` x the
+    Coulomb level (1: Coulomb truth), :data:`NOISE`)."""
     return TwinParams(robot="franka_panda", armature=TRUTH["armature"], friction=TRUTH["friction"],
                       viscous=TRUTH["viscous"], delay=TRUTH["delay"], friction_model="stribeck",
-                      static_friction=STATIC_OVER_COULOMB * TRUTH["friction"],
+                      static_friction=static_over_coulomb * TRUTH["friction"],
                       stribeck_velocity=np.full(7, STRIBECK_VELOCITY), torque_clamp=False, slew_limit=False, noise=NOISE)
 
 
-def workload(robot: Robot, controller: str, size: PeerSize, seed: int = 0) -> Workload:
-    """Record one run set (joint_pd or task_impedance) at 1 kHz (see module docstring)."""
-    p = twin()
+def workload(robot: Robot, controller: str, size: PeerSize, seed: int = 0,
+             static_over_coulomb: float = STATIC_OVER_COULOMB) -> Workload:
+    """Record one run set (joint_pd or task_impedance) at 1 kHz (see module docstring) from :func:`twin`."""
+    p = twin(static_over_coulomb)
     f, h = size.fit_seconds, size.heldout_seconds
     if controller == "joint_pd":
         targets = [joint_target(robot, f, 40 + seed, "fit_a"), joint_target(robot, f, 50 + seed, "fit_b")]

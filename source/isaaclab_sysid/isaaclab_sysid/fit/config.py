@@ -141,6 +141,10 @@ class LossConfig:
     """Loss weight of the joint velocity MSE [1/(rad/s)^2]."""
     w_x: float = 0.01
     """Loss weight of the end-effector position MSE [1/m^2]."""
+    channel_scale: Literal["none", "rms"] = "none"
+    """Per-joint scaling of the q and qd channels: none, or rms (each joint's error divided by its measured RMS motion
+    over the fit runs, as mujoco.sysid does, capped at 10x between joints; under task impedance the joints that
+    barely move then count as much as the big ones). Stored in sysid_best_params.json's loss_weights."""
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """The replay loss: weighted MSE between simulated and recorded states, summed over runs.
 
-    L_run = w_q MSE(q_sim - q_real) + w_dq MSE(qd_sim - qd_real) + w_x MSE(x_sim - x_real)
+    L_run = w_q MSE(s_q (q_sim - q_real)) + w_dq MSE(s_dq (qd_sim - qd_real)) + w_x MSE(x_sim - x_real)
     L     = sum_runs w_run L_run
 
-Each MSE is the mean over samples and components ([rad^2], [(rad/s)^2], [m^2]).
+Each MSE is the mean over samples and components ([rad^2], [(rad/s)^2], [m^2]). ``s_q``, ``s_dq`` are per-joint
+channel scales (dimensionless, 1 by default; ``--channel_scale rms``: :func:`channel_scales`).
 A candidate whose simulation diverged (or whose loss is not finite) gets the
 finite :data:`DIVERGENCE_PENALTY` on that run instead, so CMA-ES ranks it last
 without ever seeing NaN or inf.
@@ -25,11 +26,52 @@ DIVERGENCE_PENALTY = 1.0e4
 
 @dataclass(frozen=True)
 class LossWeights:
-    """Weights of the three MSE terms (defaults from the original Franka fit)."""
+    """Weights of the three MSE terms (defaults from the original Franka fit), and optional per-joint scales of the
+    q and qd channels: (N,) dimensionless factors on each joint's error (None: 1 each; see :func:`channel_scales`)."""
 
     w_q: float = 1.0
     w_dq: float = 0.1
     w_x: float = 0.01
+    q_scale: tuple[float, ...] | None = None
+    dq_scale: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("q_scale", "dq_scale"):
+            v = getattr(self, name)
+            if v is not None:
+                v = tuple(float(x) for x in v)
+                if not all(np.isfinite(v)) or min(v) <= 0:
+                    raise ValueError(f"LossWeights.{name} must be finite and > 0, got {v}")
+                object.__setattr__(self, name, v)
+
+    def scale(self, name: str) -> np.ndarray | float:
+        """The (N,) scale of channel ``q`` or ``dq`` (1.0 when none is set)."""
+        v = getattr(self, f"{name}_scale")
+        return 1.0 if v is None else np.asarray(v, dtype=float)
+
+
+#: the largest ratio between two joints' channel scales (a joint that barely moves would otherwise weigh its noise)
+MAX_SCALE_RATIO = 10.0
+
+
+def channel_scales(runs: Sequence[Run], mode: str = "none") -> dict[str, tuple[float, ...] | None]:
+    """Per-joint channel scales of the fit runs: ``none`` (every joint 1), or ``rms`` (mujoco.sysid's choice: each
+    joint's q and qd channel divided by that joint's measured RMS motion over the runs, q about its mean; capped so no
+    joint weighs more than :data:`MAX_SCALE_RATIO` x another, and normalized to a mean square of 1 so the loss keeps
+    its size). Returns ``{"q_scale": (N,), "dq_scale": (N,)}`` (None each for ``none``)."""
+    if mode == "none":
+        return {"q_scale": None, "dq_scale": None}
+    if mode != "rms":
+        raise ValueError(f"unknown channel scaling '{mode}' (none, rms)")
+    q = np.concatenate([r.q - np.mean(r.q, axis=0) for r in runs])
+    dq = np.concatenate([r.dq for r in runs])
+    out = {}
+    for name, x in (("q_scale", q), ("dq_scale", dq)):
+        rms = np.sqrt(np.mean(x**2, axis=0))
+        rms = np.maximum(rms, np.max(rms) / MAX_SCALE_RATIO)
+        s = 1.0 / rms
+        out[name] = tuple(float(v) for v in s / np.sqrt(np.mean(s**2)))
+    return out
 
 
 def run_loss(rollout: RunRollout, run: Run, weights: LossWeights = LossWeights()) -> tuple[np.ndarray, np.ndarray]:
@@ -39,8 +81,8 @@ def run_loss(rollout: RunRollout, run: Run, weights: LossWeights = LossWeights()
     losses are capped at the penalty so a diverged candidate never ranks better.
     """
     with np.errstate(all="ignore"):
-        e_q = np.mean((rollout.q - run.q[None]) ** 2, axis=(1, 2))
-        e_dq = np.mean((rollout.dq - run.dq[None]) ** 2, axis=(1, 2))
+        e_q = np.mean((weights.scale("q") * (rollout.q - run.q[None])) ** 2, axis=(1, 2))
+        e_dq = np.mean((weights.scale("dq") * (rollout.dq - run.dq[None])) ** 2, axis=(1, 2))
         e_x = np.mean((rollout.ee_pos - run.ee_pos[None]) ** 2, axis=(1, 2))
         loss = weights.w_q * e_q + weights.w_dq * e_dq + weights.w_x * e_x
     diverged = np.asarray(rollout.diverged, dtype=bool) | ~np.isfinite(loss)

@@ -19,7 +19,7 @@ from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.config import ClusterConfig, FitArgs
 from isaaclab_sysid.fit.errors import FitError
-from isaaclab_sysid.fit.loss import LossWeights
+from isaaclab_sysid.fit.loss import LossWeights, channel_scales
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.armature_bound import armature_spec, describe_armature
 from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
@@ -279,7 +279,8 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
         log(describe_armature(space.group("armature")))
     backend = _checked_backend(args, robot, space)
     w_x = 0.0 if torque else args.loss.w_x  # a torque replay scores q and qd (the EE position is a function of q)
-    return FitProblem(runs, heldout, robot, space, backend, LossWeights(args.loss.w_q, args.loss.w_dq, w_x), tw)
+    weights = LossWeights(args.loss.w_q, args.loss.w_dq, w_x, **channel_scales(runs, args.loss.channel_scale))
+    return FitProblem(runs, heldout, robot, space, backend, weights, tw)
 
 
 def _checked_backend(args: FitArgs, robot: Robot, space: ParamSpace) -> ReplayBackend:

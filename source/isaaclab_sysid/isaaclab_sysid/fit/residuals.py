@@ -2,12 +2,13 @@
 
 For run r (T samples, N joints) and candidate p, the residual channels are
 
-    sqrt(w_run w_q  / (T N)) (q_sim  - q_real)     (T, N)
-    sqrt(w_run w_dq / (T N)) (qd_sim - qd_real)    (T, N)
+    sqrt(w_run w_q  / (T N)) s_q  (q_sim  - q_real)     (T, N)
+    sqrt(w_run w_dq / (T N)) s_dq (qd_sim - qd_real)    (T, N)
     sqrt(w_run w_x  / (T 3)) (x_sim  - x_real)     (T, 3)
 
 so that the sum of their squares is the fit's loss
-(:func:`~isaaclab_sysid.fit.loss.total_loss`) for a candidate that did not diverge.
+(:func:`~isaaclab_sysid.fit.loss.total_loss`) for a candidate that did not diverge (``s_q``, ``s_dq``: the
+per-joint channel scales of :class:`~isaaclab_sysid.fit.loss.LossWeights`, 1 by default).
 :class:`RunResiduals` holds one run's three blocks and gives the two layouts the
 consumers need: per sample (P, T, C) with C = 2N + 3 (the intervals' time-series
 statistics) and flat (P, M) (the Levenberg-Marquardt least squares).
@@ -54,8 +55,8 @@ class RunResiduals:
 def run_residuals(ro: RunRollout, run: Run, weights: LossWeights = LossWeights(), w_run: float = 1.0) -> RunResiduals:
     """The weighted residuals (see module docstring) of a rollout's P candidates on one run."""
     T, N = run.q.shape
-    q = math.sqrt(w_run * weights.w_q / (T * N)) * (ro.q - run.q[None])
-    dq = math.sqrt(w_run * weights.w_dq / (T * N)) * (ro.dq - run.dq[None])
+    q = math.sqrt(w_run * weights.w_q / (T * N)) * weights.scale("q") * (ro.q - run.q[None])
+    dq = math.sqrt(w_run * weights.w_dq / (T * N)) * weights.scale("dq") * (ro.dq - run.dq[None])
     x = math.sqrt(w_run * weights.w_x / (T * 3)) * (ro.ee_pos - run.ee_pos[None])
     finite = np.all(np.isfinite(q), axis=(1, 2)) & np.all(np.isfinite(dq), axis=(1, 2)) & np.all(np.isfinite(x), axis=(1, 2))
     return RunResiduals(q, dq, x, np.asarray(ro.diverged, dtype=bool) | ~finite)
