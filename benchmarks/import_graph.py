@@ -30,7 +30,7 @@ PKG = "isaaclab_sysid"
 LAYERS = ("base", "data", "robots", "sim", "objective", "fit", "stage", "jobs")
 #: fit/ modules that are the objective layer (the rest of fit/ is the search layer)
 OBJECTIVE = {"param_space", "result", "loss", "residuals", "jacobian", "objective", "errors", "replay_facts",
-             "tracking", "config", "state_age_source", "torque_replay", "adequacy_record"}
+             "tracking", "config", "state_age_source", "torque_replay", "adequacy_record", "torque_noise"}
 UNIT_LAYER = {
     "__init__": "base", "timebase": "base", "paths": "base", "utils": "base",
     "data": "data",

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.jobs.ur10e_torque_study import CI, FULL, run_study
-from isaaclab_sysid.data.ur10e_logs import ur10e_dir
+from isaaclab_sysid.data.formats.ur10e import ur10e_dir
 from isaaclab_sysid.robots import load_robot
 
 

@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pytest
 from conftest import load_script
+from isaaclab_sysid.data import read_runs
 from isaaclab_sysid.arm_model import ArmModel
 from isaaclab_sysid.rigid_body import clie
 from isaaclab_sysid.rigid_body.cli import IdentifyArgs
@@ -26,7 +27,6 @@ from isaaclab_sysid.rigid_body.log_cholesky import (
     to_log_cholesky,
 )
 from isaaclab_sysid.robots.regressor import Regressor
-from isaaclab_sysid.rigid_body.runs_input import read_runs
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.interface import ReplayOptions
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend

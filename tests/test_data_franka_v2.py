@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.data import RunFormatError, read_run, write_run
-from isaaclab_sysid.data.franka_v2 import read_franka_pieces, write_franka_run
+from isaaclab_sysid.data.formats.franka_v2 import read_franka_pieces, write_franka_run
 from isaaclab_sysid.data.run import ImpedanceLaw
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError

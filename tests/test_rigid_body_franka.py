@@ -20,7 +20,8 @@ from isaaclab_sysid.rigid_body.io import load_nominal
 from isaaclab_sysid.rigid_body.options import PipelineOptions, RigidBodyError
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
 from isaaclab_sysid.robots.regressor import Regressor, RegressorOptions
-from isaaclab_sysid.rigid_body.runs_input import process_run, read_runs
+from isaaclab_sysid.data import read_runs
+from isaaclab_sysid.rigid_body.runs_input import process_run
 from isaaclab_sysid.rigid_body.seed_cli import SeedArgs
 from isaaclab_sysid.rigid_body.seed_cli import main_from_args as seed_main
 from rigid_body_franka_twin import PARAMS, write_franka_runs

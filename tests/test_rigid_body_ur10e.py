@@ -20,7 +20,7 @@ from isaaclab_sysid.rigid_body.pipeline import (
 )
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
 from isaaclab_sysid.robots.regressor import Regressor, RegressorOptions
-from isaaclab_sysid.data.ur10e_logs import (
+from isaaclab_sysid.data.formats.ur10e import (
     UR10eDataError,
     is_fourier_unloaded,
     list_runs,

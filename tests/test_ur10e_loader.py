@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from isaaclab_sysid.data.ur10e_logs import UR10eDataError, load_ur10e_csv
+from isaaclab_sysid.data.formats.ur10e import UR10eDataError, load_ur10e_csv
 
 
 def _write(path, rows):

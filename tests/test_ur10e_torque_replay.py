@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.jobs.ur10e_torque_study import CI, MODELS, run_study
-from isaaclab_sysid.data.ur10e_logs import ur10e_dir
+from isaaclab_sysid.data.formats.ur10e import ur10e_dir
 from isaaclab_sysid.robots import load_robot
 
 DATA = ur10e_dir()

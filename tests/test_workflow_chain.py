@@ -20,7 +20,7 @@ import pytest
 
 from isaaclab_sysid.arm_model import ArmModel, with_body_inertials
 from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal
-from isaaclab_sysid.data.ur10e_logs import ur10e_dir
+from isaaclab_sysid.data.formats.ur10e import ur10e_dir
 from isaaclab_sysid.robots import load_robot
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -70,6 +70,8 @@ class RunMeta:
         source_format: ``"isaaclab_sysid/1"`` (the project's schema) or ``"franka_tooling/2"``.
         state_age_ms: the rows' state age 0..N ms, uniform, as a schema-1 sidecar states it (``"state_age"``);
             None: not stated.
+        robot_stated: the sidecar names the robot (False: read as
+            :data:`~isaaclab_sysid.data.sidecar.DEFAULT_ROBOT`, the stated default).
     """
 
     robot: str
@@ -90,6 +92,7 @@ class RunMeta:
     unrecorded: tuple[str, ...] = ()
     source_format: str = "isaaclab_sysid/1"
     state_age_ms: int | None = None  # rows' state age 0..N ms, uniform, as the sidecar states it (None: not stated)
+    robot_stated: bool = True
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 from isaaclab_sysid.timebase import TICK_HZ  # noqa: F401 - re-exported (rigid_body/ and excitation/ import it from here)
 
 SCHEMA_VERSION = 1
-#: 1: the project's own schema; 2: the Franka tooling's logs (read by :mod:`isaaclab_sysid.data.franka_v2`).
+#: 1: the project's own schema; 2: the Franka tooling's logs (read by :mod:`isaaclab_sysid.data.formats.franka_v2`).
 SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 CONTROLLERS = ("joint_pd", "task_impedance")
 #: Orientation-error conventions, named by what they compute (docs/data_format.md):

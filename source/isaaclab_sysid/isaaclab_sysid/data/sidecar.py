@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from isaaclab_sysid.data.errors import RunFormatError, RunFormatWarning
-from isaaclab_sysid.data.run import LAW_FACTS, REPLAY_FACTS, ImpedanceLaw, RunMeta
+from isaaclab_sysid.data.run import LAW_FACTS, REPLAY_FACTS, ImpedanceLaw, Run, RunMeta
 from isaaclab_sysid.data.schema import (
     CONTROLLERS,
     LEGACY_ORIENTATION_ERRORS,
@@ -21,6 +22,29 @@ from isaaclab_sysid.data.schema import (
     SUPPORTED_SCHEMA_VERSIONS,
 )
 from isaaclab_sysid.timebase import TICK_HZ
+
+
+#: The robot a sidecar that names none was recorded on. The Franka tooling's logs (schema 1 before the "robot" key,
+#: and schema 2) were all recorded on a Franka Panda, so such a sidecar is read as one; the rule is stated here once,
+#: the run says so (``RunMeta.robot_stated`` False) and the stages that load its robot print
+#: :func:`unstated_robot_note`.
+DEFAULT_ROBOT = "franka_panda"
+
+
+def sidecar_robot(raw: Any) -> tuple[str, bool]:
+    """(robot config name, whether the sidecar states it) of a sidecar's JSON (:data:`DEFAULT_ROBOT` if it does not)."""
+    if isinstance(raw, dict) and raw.get("robot") is not None:
+        return str(raw["robot"]), True
+    return DEFAULT_ROBOT, False
+
+
+def unstated_robot_note(runs: Sequence[Run]) -> str | None:
+    """The line to print when some of ``runs`` name no robot in their sidecar (None when every run names one)."""
+    unstated = [r.name for r in runs if not r.meta.robot_stated]
+    if not unstated:
+        return None
+    return (f"note: {', '.join(unstated)}: the sidecar names no robot; read as {DEFAULT_ROBOT} (the Franka tooling's "
+            "logs; add \"robot\" to the sidecar or give --robot)")
 
 
 def _err(file: str, key: str, reason: str) -> RunFormatError:
@@ -66,7 +90,7 @@ def _gain_vector(gains: dict[str, Any], key: str, n: int, file: str, may_be_unst
 def parse_sidecar(raw: Any, file: str, n_dof: int, q_lower: np.ndarray, q_upper: np.ndarray) -> RunMeta:
     """Validate a decoded schema-1 sidecar and build its :class:`RunMeta`.
 
-    (Schema 2, the Franka tooling's sidecar, is read with its CSV by :mod:`isaaclab_sysid.data.franka_v2`.)
+    (Schema 2, the Franka tooling's sidecar, is read with its CSV by :mod:`isaaclab_sysid.data.formats.franka_v2`.)
 
     Args:
         raw: the decoded JSON object.
@@ -137,9 +161,11 @@ def parse_sidecar(raw: Any, file: str, n_dof: int, q_lower: np.ndarray, q_upper:
     elif controller == "task_impedance":
         law = _parse_law(raw.get("impedance", {}), file, n_dof)
     state_age = _parse_state_age(raw.get("state_age"), file, log_rate)
+    robot, stated = sidecar_robot(raw)
     return RunMeta(
         schema_version=int(raw["schema_version"]),
-        robot=str(raw.get("robot", "franka_panda")),
+        robot=robot,
+        robot_stated=stated,
         controller=str(controller),
         control_rate_hz=rate,
         log_rate_hz=log_rate,

@@ -121,7 +121,7 @@ def read_ur10e_torque_run(path: str | Path, source: TorqueSource, robot, max_cor
         TorqueRunError: unreadable file (row and column named), missing signal, wrong joint count.
     """
     from isaaclab_sysid.data.importers.common import ee_poses
-    from isaaclab_sysid.data.ur10e_logs import UR10eDataError, load_ur10e_csv
+    from isaaclab_sysid.data.formats.ur10e import UR10eDataError, load_ur10e_csv
 
     path = Path(path)
     try:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.data import RunFormatError, read_run
+from isaaclab_sysid.data import RunFormatError, unstated_robot_note
+from isaaclab_sysid.data import read_runs as data_read_runs
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.config import ClusterConfig, FitArgs
 from isaaclab_sysid.fit.errors import FitError
@@ -107,22 +108,13 @@ def check_args(args: FitArgs) -> None:
 
 def read_runs(csvs: Sequence[str], sidecars: Sequence[str], what: str = "--real_csv", admit_abort: bool = False,
               reader: Callable[[str, str | None], Run] | None = None) -> list[Run]:
-    """Read and validate runs; sidecars pair with CSVs in order (missing ones default to ``<csv>.json``).
+    """:func:`isaaclab_sysid.data.read_runs` (CSV + sidecar, or HDF5) with its refusal as a :class:`FitError`.
     ``admit_abort``: read aborted Franka-tooling runs truncated at the abort (``--admit_aborted``).
-    ``reader``: reads one (CSV, sidecar) instead of :func:`read_run` (``--replay torque``: torque_replay.run_reader)."""
-    if len(sidecars) > len(csvs):
-        raise FitError(f"{len(sidecars)} sidecars given for {len(csvs)} {what} files (they pair in order)")
-    runs = []
-    for i, c in enumerate(csvs):
-        side = sidecars[i] if i < len(sidecars) else None
-        try:
-            runs.append(reader(c, side) if reader is not None else read_run(c, side, admit_abort=admit_abort))
-        except RunFormatError as exc:
-            raise FitError(str(exc)) from None
-    names = [r.name for r in runs]
-    if len(set(names)) != len(names):
-        raise FitError(f"two {what} runs share a name ({', '.join(names)}); rename one CSV")
-    return runs
+    ``reader``: reads one (CSV, sidecar) instead (``--replay torque``: torque_replay.run_reader)."""
+    try:
+        return data_read_runs(csvs, sidecars, admit_abort=admit_abort, what=what, reader=reader)
+    except RunFormatError as exc:
+        raise FitError(str(exc)) from None
 
 
 def parse_traj_weights(text: str | None, n_runs: int) -> np.ndarray:
@@ -266,6 +258,9 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
         raise FitError(f"run(s) {', '.join(sorted(clash))} given both as fit and held-out runs")
     tw = parse_traj_weights(args.runs.traj_weights, len(runs))
     robot = build_robot(args, runs + heldout)
+    note = None if args.replay.robot else unstated_robot_note(runs + heldout)
+    if note:
+        log(note)
     if torque:  # the logged torque needs no law, EE point or limits; windows and memory checked before simulating
         space = build_space(args, robot.joint_names, robot.config)
         torque_replay.check_batch_memory(args, runs + heldout, robot.n_dof, space.dim)

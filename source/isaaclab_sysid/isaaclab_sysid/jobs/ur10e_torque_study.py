@@ -26,7 +26,7 @@ from isaaclab_sysid.evaluate.window_scores import WindowScore, window_scores
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.fit.result import FitResult
-from isaaclab_sysid.data.ur10e_logs import list_runs, load_published_parameters, ur10e_dir
+from isaaclab_sysid.data.formats.ur10e import list_runs, load_published_parameters, ur10e_dir
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend

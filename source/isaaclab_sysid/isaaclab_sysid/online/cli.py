@@ -13,13 +13,13 @@ import numpy as np
 import tyro
 
 from isaaclab_sysid.arm_model import with_body_inertials
-from isaaclab_sysid.data import RunFormatError, write_runs_hdf5
+from isaaclab_sysid.data import RunFormatError, read_runs, write_runs_hdf5
 from isaaclab_sysid.online.rls import FRICTION_TERMS, RLSOptions, TrackerError
 from isaaclab_sysid.online.signal import FrictionSignal, SignalOptions
 from isaaclab_sysid.online.track import TrackOptions, TrackResult, track
 from isaaclab_sysid.online.twin import DriftTwin, franka_drift, record_session
 from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal
-from isaaclab_sysid.rigid_body.runs_input import read_runs, robot_of
+from isaaclab_sysid.rigid_body.runs_input import robot_of
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.config import RobotConfigError
 from isaaclab_sysid.utils.atomic import atomic_write_json

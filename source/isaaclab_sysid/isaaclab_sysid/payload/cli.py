@@ -15,7 +15,7 @@ import tyro
 
 from isaaclab_sysid.arm_model import with_body_inertials
 from isaaclab_sysid.cautious import PolicyError, parse_policy
-from isaaclab_sysid.data import RunFormatError, write_run
+from isaaclab_sysid.data import RunFormatError, read_runs, write_run
 from isaaclab_sysid.export.ranges import RangePolicy
 from isaaclab_sysid.payload.design import DesignOptions, design_poses
 from isaaclab_sysid.payload.export import REQUIRED, build_export, isaaclab_module
@@ -24,7 +24,7 @@ from isaaclab_sysid.payload.identify import PayloadEstimate, PayloadOptions, ide
 from isaaclab_sysid.payload.model import PayloadModel
 from isaaclab_sysid.payload.twin import PayloadTwin, hold_trajectory, record_payload_runs, wrist_motion
 from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal
-from isaaclab_sysid.rigid_body.runs_input import read_runs, robot_of
+from isaaclab_sysid.rigid_body.runs_input import robot_of
 from isaaclab_sysid.robots import LinkInertial, Robot, load_robot
 from isaaclab_sysid.robots.config import RobotConfigError
 from isaaclab_sysid.utils.atomic import atomic_write_json, atomic_write_text

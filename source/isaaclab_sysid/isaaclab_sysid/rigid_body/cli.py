@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from isaaclab_sysid.data import RunFormatError
+from isaaclab_sysid.data import RunFormatError, read_runs
 from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
 from isaaclab_sysid.rigid_body.drive_gains import DriveGainResult, Payload, identify_drive_gains
 from isaaclab_sysid.rigid_body.options import PipelineOptions, RigidBodyError, require, require_choice, require_number
@@ -31,8 +31,8 @@ from isaaclab_sysid.rigid_body.pipeline import (
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions, Processed
 from isaaclab_sysid.robots.regressor import Regressor, RegressorOptions
 from isaaclab_sysid.rigid_body.report import verdict
-from isaaclab_sysid.rigid_body.runs_input import commanded_trajectory, gravity_record, process_run, read_runs, robot_of
-from isaaclab_sysid.data.ur10e_logs import (
+from isaaclab_sysid.rigid_body.runs_input import commanded_trajectory, gravity_record, process_run, robot_of
+from isaaclab_sysid.data.formats.ur10e import (
     PublishedParameters,
     UR10eDataError,
     is_fourier_unloaded,

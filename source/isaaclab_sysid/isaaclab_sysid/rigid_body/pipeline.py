@@ -37,7 +37,7 @@ from isaaclab_sysid.rigid_body.options import PipelineOptions, RigidBodyError, f
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions, Processed, preprocess
 from isaaclab_sysid.robots.regressor import Regressor
 from isaaclab_sysid.rigid_body.report import rmse_per_joint
-from isaaclab_sysid.data.ur10e_logs import PublishedParameters, load_ur10e_csv
+from isaaclab_sysid.data.formats.ur10e import PublishedParameters, load_ur10e_csv
 
 #: Names of the two identified models in every table.
 LS_MODEL, SDP_MODEL = "LS (base)", "SDP (standard)"

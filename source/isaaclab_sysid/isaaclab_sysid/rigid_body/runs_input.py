@@ -26,34 +26,24 @@ gravity-compensated real arm in schema 1 is the silent case: the flag must say i
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from isaaclab_sysid.data import Run, read_run, read_runs_hdf5
+from isaaclab_sysid.data import Run, unstated_robot_note
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions, Processed, preprocess
 
 
-def read_runs(paths: list[str | Path]) -> list[Run]:
-    """Read and validate runs: ``.csv`` (with its sidecar) or ``.h5``/``.hdf5`` (every run inside)."""
-    out: list[Run] = []
-    for p in paths:
-        p = Path(p)
-        if p.suffix.lower() in (".h5", ".hdf5"):
-            out.extend(read_runs_hdf5(p))
-        else:
-            out.append(read_run(p))
-    return out
-
-
 def robot_of(runs: list[Run], override: str | None = None) -> str:
-    """The robot config name: ``override`` or the runs' common ``meta.robot``.
+    """The robot config name: ``override`` or the runs' common ``meta.robot`` (a run whose sidecar names none is
+    read as :data:`~isaaclab_sysid.data.DEFAULT_ROBOT`, and a note says so).
 
     Raises:
         ValueError: when the runs were recorded on different robots (names each).
     """
     if override:
         return override
+    note = unstated_robot_note(runs)
+    if note:
+        print(note)
     names = sorted({r.meta.robot for r in runs})
     if len(names) != 1:
         detail = ", ".join(f"{r.name}: {r.meta.robot}" for r in runs)

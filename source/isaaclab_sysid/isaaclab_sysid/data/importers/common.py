@@ -383,8 +383,8 @@ def write_imported(runs: Sequence[Run], out_dir: str | Path) -> list[Path]:
     Every file is written into a temporary folder and read back with the validating reader first; only
     when all are valid are they moved into place. Run names must be unique and not exist there yet.
     """
-    from isaaclab_sysid.data.csv_io import read_run, write_run
-    from isaaclab_sysid.data.hdf5_io import read_runs_hdf5, write_runs_hdf5
+    from isaaclab_sysid.data.formats.csv_run import read_run, write_run
+    from isaaclab_sysid.data.formats.hdf5 import read_runs_hdf5, write_runs_hdf5
 
     out = Path(out_dir)
     names = [r.name for r in runs]

@@ -127,7 +127,8 @@ def check_flags(args: RefineArgs) -> ClieOptions:
 def main_from_args(args: RefineArgs, log=print) -> int:  # noqa: ANN001 - a print-like callable
     """Refine, score, write; a bad flag or file is one line ``error: ...`` and exit status 2 (nothing written)."""
     from isaaclab_sysid.data import RunFormatError
-    from isaaclab_sysid.rigid_body.runs_input import read_runs, robot_of
+    from isaaclab_sysid.data import read_runs
+    from isaaclab_sysid.rigid_body.runs_input import robot_of
     from isaaclab_sysid.robots import load_robot
     from isaaclab_sysid.robots.config import RobotConfigError
 

@@ -12,7 +12,7 @@ import numpy as np
 from isaaclab_sysid.data.errors import RunFormatError
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.data.schema import torque_cols
-from isaaclab_sysid.data.sidecar import meta_to_dict, parse_sidecar
+from isaaclab_sysid.data.sidecar import meta_to_dict, parse_sidecar, sidecar_robot
 from isaaclab_sysid.data.table import robot_limits, run_to_table, table_to_run
 from isaaclab_sysid.data.validate import check_header, check_values
 from isaaclab_sysid.utils.atomic import atomic_path
@@ -58,7 +58,7 @@ def read_runs_hdf5(path: str | Path) -> list[Run]:
                 raw = json.loads(g.attrs["sidecar"])
             except json.JSONDecodeError as exc:
                 raise RunFormatError(file, None, "sidecar", f"invalid JSON: {exc.msg}") from None
-            n_dof, q_lo, q_hi = robot_limits(str(raw.get("robot", "franka_panda")), file)
+            n_dof, q_lo, q_hi = robot_limits(sidecar_robot(raw)[0], file)
             meta = parse_sidecar(raw, file, n_dof, q_lo, q_hi)
             columns = json.loads(g.attrs.get("columns", "[]")) or list(g.keys())
             check_header(columns, meta, n_dof, file, None)

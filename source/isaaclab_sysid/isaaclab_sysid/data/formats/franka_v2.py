@@ -32,7 +32,8 @@ import numpy as np
 from isaaclab_sysid.data.errors import RunFormatError
 from isaaclab_sysid.data.run import REPLAY_FACTS, Run, RunMeta
 from isaaclab_sysid.data.schema import EE_POS, EE_QUAT, QUAT_DES, QUAT_NORM_TOL, X_DES, joint_cols
-from isaaclab_sysid.data.sidecar import _err, _number, _vector
+from isaaclab_sysid.data.formats.csv_table import read_csv_table, run_files
+from isaaclab_sysid.data.sidecar import _err, _number, _vector, sidecar_robot
 from isaaclab_sysid.data.table import robot_limits, table_to_run
 from isaaclab_sysid.data.validate import check_values
 from isaaclab_sysid.timebase import TICK_HZ
@@ -212,10 +213,11 @@ def parse_v2_sidecar(
     summary = raw.get("summary", {})
     if summary is not None and not isinstance(summary, dict):
         raise _err(file, "summary", "expected an object")
-    robot = raw.get("robot", "franka_panda")
+    robot, stated = sidecar_robot(raw)
     mode = args.get("mode")
     meta = RunMeta(
-        robot=str(robot),
+        robot=robot,
+        robot_stated=stated,
         controller="task_impedance",
         control_rate_hz=rate,
         log_rate_hz=float(TICK_HZ) if ring is not None else rate,
@@ -308,12 +310,10 @@ def read_franka_pieces(
     velocity (the replay's start); pieces shorter than 2 rows are dropped. Without gaps the
     result is the one run named ``<stem>``.
     """
-    from isaaclab_sysid.data.csv_io import read_csv_table, run_files
-
     csv_path, side, raw = run_files(csv_path, sidecar_path)
     file = str(csv_path)
-    robot = raw.get("robot", "franka_panda") if isinstance(raw, dict) else "franka_panda"
-    n, q_lo, q_hi = robot_limits(str(robot), str(side))
+    robot, _ = sidecar_robot(raw)
+    n, q_lo, q_hi = robot_limits(robot, str(side))
     meta, ring, abort = parse_v2_sidecar(raw, str(side), n, q_lo, q_hi)
     kind = "1 kHz ring log (schema 2)" if ring is not None else f"{meta.control_rate_hz:g} Hz log (schema 2)"
     expected = v2_columns(n, ring is not None)
@@ -369,8 +369,6 @@ def _ring_pieces(
     csv_path: Path, side: str, t: Mapping[str, np.ndarray], ring: RingLogInfo, split: bool
 ) -> list[tuple[int, int, np.ndarray]]:
     """Check a ring log against its sidecar and targets file; (first row, end row, setpoint seq per row) per piece."""
-    from isaaclab_sysid.data.csv_io import read_csv_table
-
     file = str(csv_path)
     rows = len(t["t_s"])
     seq = _integers(t, "seq", file, 2)
