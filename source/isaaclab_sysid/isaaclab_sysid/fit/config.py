@@ -113,6 +113,12 @@ class ParamsConfig:
     """Bounds of the per-joint Stribeck velocity [rad/s] (when the stribeck_velocity group is fitted)."""
     torque_offset_bounds: tuple[float, float] = _bounds("torque_offset")
     """Bounds of the per-joint torque offset [N m] (--replay torque: the torque that acted is logged - offset)."""
+    kp_bounds: tuple[float, float] = _bounds("kp")
+    """Bounds of the per-joint PD stiffness [N m/rad] of a servo whose runs leave their gains unstated (LeRobot)."""
+    kd_bounds: tuple[float, float] = _bounds("kd")
+    """Bounds of the per-joint PD damping [N m s/rad] (it also holds the joint's viscous friction: same torque)."""
+    encoder_offset_bounds: tuple[float, float] = _bounds("encoder_offset")
+    """Bounds of the per-joint encoder offset [rad] (joint_pd runs: the logged position is true + offset)."""
     stribeck_velocity: float = 0.05
     """Stribeck velocity of the static-friction group [rad/s] when not fitted: friction Fc + (Fs - Fc) exp(-(v/vs)^2)."""
 

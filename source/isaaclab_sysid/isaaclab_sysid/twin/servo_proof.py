@@ -1,0 +1,182 @@
+"""The servo twin's proof (issue 27): LeRobot dataset -> importer -> fit -> intervals, judged against the truth.
+
+:func:`make_servo_dataset` records the SO-101 twin (:data:`~isaaclab_sysid.twin.servo.SO101_TRUTH`) on
+multisine designs (two fit episodes, one held-out episode with other frequencies), writes them as a LeRobot
+dataset with its calibration file and mapping, and imports it into runs (CSV + sidecar).
+:func:`judge` reads a fit folder (``sysid_best_params.json``, ``intervals.json``, ``eval_result.json``) and
+says, per fitted number, whether the truth lies in its 95 % interval, or why the number is unidentified.
+
+Viscous friction is not fitted: below the torque limit ``kd dq`` and ``viscous dq`` are one torque, so the
+fitted ``kd`` is compared with the truth's ``kd + viscous`` (docs/servo_arms.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from isaaclab_sysid.data.importers.run_import import import_runs
+from isaaclab_sysid.excitation.servo_design import ServoDesignSpec, servo_multisine
+from isaaclab_sysid.robots import load_robot
+from isaaclab_sysid.twin.servo import SO101_CAL_MIDS, SO101_TRUTH, ServoTruth, record_servo_twin, write_twin_dataset
+
+
+@dataclass(frozen=True)
+class ServoDataset:
+    """The imported twin runs: fit CSVs, held-out CSVs, and where the LeRobot dataset is."""
+
+    fit_csv: list[str]
+    heldout_csv: list[str]
+    dataset: Path
+    mapping: Path
+
+
+def make_servo_dataset(out: str | Path, duration_s: float = 20.0, truth: ServoTruth = SO101_TRUTH, seed: int = 0,
+                       n_fit: int = 2) -> ServoDataset:
+    """Record ``n_fit`` + 1 twin episodes (multisine + saturating steps, 30 fps), write the LeRobot dataset under
+    ``out/lerobot/so101_twin`` and import it into ``out/runs`` (the last episode is the held-out run)."""
+    out = Path(out)
+    robot = load_robot("so101")
+    runs = []
+    for e in range(n_fit + 1):
+        spec = ServoDesignSpec(duration_s=duration_s, seed=seed + e, f_min_hz=0.1 + 0.03 * e,
+                               f_max_hz=6.0 - 0.5 * e, speed_max_rad_s=1.2 + 0.15 * e)
+        design = servo_multisine(robot, spec, name=f"design_{e}")
+        runs.append(record_servo_twin(robot, design, truth, seed=1000 + seed + e, name=f"ep{e}", mids=SO101_CAL_MIDS))
+    root = out / "lerobot" / "so101_twin"
+    mapping = write_twin_dataset(root, runs, robot.joint_names, state_age_ms=truth.state_age_max_ms)
+    imported, _ = import_runs(root, "lerobot", mapping, out / "runs", log=lambda s: None)
+    csvs = [str(out / "runs" / f"{r.name}.csv") for r in imported]
+    return ServoDataset(csvs[:n_fit], csvs[n_fit:], root, mapping)
+
+
+FULL_GROUPS = "kp,kd,armature,mu_static,dynamic_ratio,stribeck_velocity,delay,encoder_offset"
+
+
+def fit_flags(data: ServoDataset, log_dir: str | Path, groups: str = FULL_GROUPS,
+              extra: tuple[str, ...] = ()) -> list[str]:
+    """The flags of ``scripts/sysid_franka_osc.py`` for the servo twin (docs/servo_arms.md)."""
+    flags = []
+    for c in data.fit_csv:
+        flags += ["--real_csv", c]
+    for c in data.heldout_csv:
+        flags += ["--heldout_csv", c]
+    return flags + ["--robot", "so101", "--fit_groups", groups, "--torque_clamp", "--w_dq", "0", "--w_x", "0",
+                    "--delay_bounds", "0", "12", "--kp_bounds", "1", "60", "--kd_bounds", "0", "2",
+                    "--mu_static_bounds", "0", "0.3", "--encoder_offset_bounds", "-0.08", "0.08",
+                    "--log_dir", str(log_dir), "--no_plots", *extra]
+
+
+@dataclass
+class Judged:
+    """One fitted number against the truth."""
+
+    label: str
+    value: float
+    truth: float
+    lo: float | None
+    hi: float | None
+    covered: bool
+    unidentified: str | None = None
+
+
+@dataclass
+class ServoVerdict:
+    """The proof's figures: per number covered / unidentified (with the reason), the delay, held-out vs floor."""
+
+    rows: list[Judged]
+    delay_fit: int
+    delay_true: int
+    heldout_rmse_rad: float | None
+    noise_floor_rad: float | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def missed(self) -> list[Judged]:
+        """Identified numbers whose interval misses the truth (the failures: a confident wrong interval)."""
+        return [r for r in self.rows if not r.covered and r.unidentified is None]
+
+    def format(self) -> str:
+        lines = [f"delay: fitted {self.delay_fit} ticks, true {self.delay_true}"]
+        if self.heldout_rmse_rad is not None and self.noise_floor_rad:
+            lines.append(f"held-out q RMSE {self.heldout_rmse_rad * 1e3:.3f} mrad = "
+                         f"{self.heldout_rmse_rad / self.noise_floor_rad:.2f} x the noise floor {self.noise_floor_rad * 1e3:.3f} mrad")
+        for r in self.rows:
+            iv = "-" if r.lo is None else f"[{r.lo:.4g}, {r.hi:.4g}]"
+            tag = "ok" if r.covered else ("UNIDENTIFIED: " + r.unidentified if r.unidentified else "MISSED")
+            lines.append(f"  {r.label:<32} {r.value:10.4g}  true {r.truth:10.4g}  95% {iv:<26} {tag}")
+        return "\n".join(lines + self.notes)
+
+
+def truth_of(truth: ServoTruth, group: str, j: int) -> float:
+    """The truth a fitted group's entry j is compared with (kd holds the viscous friction; mu_static the breakaway)."""
+    if group == "kd":
+        return float(truth.kd[j] + truth.viscous[j])
+    if group == "mu_static":
+        return float(truth.static_friction[j])
+    if group == "dynamic_ratio":
+        return float(truth.friction[j] / truth.static_friction[j])
+    return float(np.asarray(getattr(truth, group))[j])
+
+
+def judge(fit_dir: str | Path, truth: ServoTruth = SO101_TRUTH) -> ServoVerdict:
+    """Read a fit folder and judge every fitted number against ``truth`` (see module doc).
+
+    A number is covered when the truth lies in its selected 95 % interval; a number whose interval the
+    intervals stage marks not identifiable or not reliable is flagged with that stage's reason instead.
+    """
+    fit_dir = Path(fit_dir)
+    best = json.loads((fit_dir / "sysid_best_params.json").read_text())
+    ivs = json.loads((fit_dir / "intervals.json").read_text())
+    by_label = {e["label"]: e for e in ivs["methods"][ivs["selected"]]["intervals"]}
+    rows = []
+    delay = None
+    for label, e in by_label.items():
+        if e["group"] == "delay":
+            delay = int(round(e["value"]))
+            continue
+        joint = load_robot("so101").joint_names.index(e["joint"])
+        t = truth_of(truth, e["group"], joint)
+        lo, hi = e.get("lower"), e.get("upper")
+        flagged = None
+        if not e.get("identifiable", True):
+            flagged = f"not identifiable: {e.get('note') or 'interval unbounded'}"
+        elif not e.get("reliable", True):
+            flagged = f"unreliable: {e.get('note') or e.get('at_bound') or 'flagged by the intervals stage'}"
+        covered = lo is not None and hi is not None and lo <= t <= hi
+        rows.append(Judged(label, float(e["value"]), t, lo, hi, covered, None if covered else flagged))
+    adequacy = best.get("adequacy") or {}
+    held = [r for r in adequacy.get("runs", []) if r.get("heldout")]
+    rmse = float(np.sqrt(np.mean([r["q_rms_all_mrad"] ** 2 for r in held]))) * 1e-3 if held else None
+    floor = adequacy.get("floor_mrad")
+    notes = [f"adequacy: {adequacy.get('verdict')}: " + "; ".join(adequacy.get("messages", []))]
+    return ServoVerdict(rows, -1 if delay is None else delay, int(truth.delay), rmse,
+                        None if floor is None else float(floor) * 1e-3, notes)
+
+
+def run_proof(out: str | Path, duration_s: float = 20.0, groups: str = FULL_GROUPS, refine_iter: int = 30,
+              extra: tuple[str, ...] = (), log=print) -> ServoVerdict:
+    """The whole proof: dataset, ``scripts/sysid_franka_osc.py``, ``scripts/compute_intervals.py``, :func:`judge`.
+
+    The two scripts run as the user runs them (subprocesses of this Python, from the repository root).
+    """
+    import subprocess
+    import sys
+
+    from isaaclab_sysid.paths import REPO_ROOT
+
+    out = Path(out)
+    data = make_servo_dataset(out, duration_s=duration_s)
+    log_dir = out / "fit"
+    flags = fit_flags(data, log_dir, groups, ("--refine_iter", str(refine_iter), *extra))
+    cmd = [sys.executable, str(REPO_ROOT / "scripts" / "sysid_franka_osc.py"), *flags]
+    log("$ " + " ".join(cmd[1:]))
+    subprocess.run(cmd, check=True, cwd=REPO_ROOT)
+    fit_dir = sorted(p for p in log_dir.iterdir() if p.is_dir())[-1]
+    subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "compute_intervals.py"), "--fit_dir", str(fit_dir)],
+                   check=True, cwd=REPO_ROOT)
+    return judge(fit_dir)
