@@ -84,3 +84,15 @@ def test_coulomb_kept_and_unchanged_where_no_joint_sticks(tmp_path):
     _, plain, _ = _fit(csv, tmp_path / "plain")
     np.testing.assert_array_equal(res.best_x, plain.best_x)  # auto costs nothing and changes nothing here
     assert res.best_score == plain.best_score
+
+
+def test_an_auto_fit_resumes_to_the_same_answer(tmp_path):
+    csv = _runs(tmp_path, 2.0)
+    out, res, _ = _fit(csv, tmp_path / "logs", fit_groups="auto")
+    (out / RESULT_FILE).unlink()  # as if interrupted after both searches' last checkpoints
+    lines: list[str] = []
+    again = run_fit(FitArgs.build(real_csv=[csv], resume=str(out), quiet=True), log=lines.append)
+    assert again == out and any("static_friction" in s and "resuming" in s for s in lines), lines[:8]
+    back = FitResult.read(out / RESULT_FILE)
+    assert list(back.space.group_names) == list(res.space.group_names)
+    np.testing.assert_array_equal(back.best_x, res.best_x)
