@@ -101,6 +101,7 @@ class ProcessNoise:
     replicates: int
     skipped: str = ""
     sigma_common: float = 0.0
+    source: str = "disturbance"  # or "torque_input": a torque replay's logged-torque noise (intervals/torque_input_noise.py)
 
     def to_json(self) -> dict:
         return {"sigma_w_nm": self.sigma_w.tolist(), "sigma_common_nm": self.sigma_common,
@@ -210,9 +211,12 @@ def assess_process_noise(backend: ReplayBackend, space: ParamSpace, x0: np.ndarr
     """Steps 1 and 2 on the fit's controller runs (see module docstring); skipped for torque runs."""
     n = runs[0].q.shape[1]
     empty = ProcessNoise(np.zeros(n), 0.0, np.zeros(len(sens.cont)), list(sens.labels), 0)
-    if any(is_torque_run(r) for r in runs):
-        empty.skipped = "torque runs: the shooting windows' cluster sandwich holds"
-        return empty
+    if any(is_torque_run(r) for r in runs):  # the logged torque's noise drives the replay: propagate it
+        from isaaclab_sysid.intervals.torque_input_noise import input_noise_covariance
+
+        inp = input_noise_covariance(backend, space, x0, runs, sens, weights, traj_weights, seed=seed)
+        return ProcessNoise(inp.torque_std, 0.0, inp.std, inp.labels, inp.replicates,
+                            sigma_common=float(np.sqrt(np.mean(inp.torque_std**2))), source="torque_input")
     try:
         est = estimate_process_noise(backend, space, x0, runs, sens, weights, traj_weights, seed=seed)
     except TypeError:
