@@ -40,7 +40,7 @@ def main() -> int:
     print(res.table(joints))
     v = res.fit.values
     print("\nfitted joint terms (replay fit):")
-    for g in ("armature", "friction", "viscous"):
+    for g in ("armature", "friction", "viscous", "torque_offset"):
         print(f"  {g:9s} " + " ".join(f"{x:.3f}" for x in np.asarray(v[g])))
     print(f"  delay     {int(v['delay'])} ticks")
     flagged = [h.describe() for h in res.fit.at_bounds()]

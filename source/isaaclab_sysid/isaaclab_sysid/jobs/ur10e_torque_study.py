@@ -4,7 +4,8 @@ Models, each replayed by the measured motor current x the authors' drive gains, 
 
 * (a) ``URDF``: the URDF's nominal inertials, zero armature, friction and damping;
 * (b) ``LS``: the rigid-body least-squares inertials (``nominal_inertials.json``) with its joint
-  terms (armature, Coulomb, viscous; the constant offset has no simulator counterpart);
+  terms (armature, Coulomb, viscous) and its constant offsets (the replay's ``torque_offset``: the torque
+  that acted is the logged one less the offset);
 * (c) ``replay fit``: (b)'s inertials, joint terms fitted by the torque replay (CMA-ES +
   refinement) on identification runs, seeded by (b).
 
@@ -33,8 +34,12 @@ from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
 from isaaclab_sysid.timebase import TICK_HZ
 
 MODELS = ("URDF", "LS", "replay fit")
-#: search bounds wide enough for the UR10e's joint terms (LS: armature up to ~5.4 kg m^2, Coulomb ~14 N m, viscous ~20)
-BOUNDS = {"armature_bounds": (0.0, 12.0), "friction_bounds": (0.0, 30.0), "viscous_bounds": (0.0, 40.0),
+#: the fitted groups: the joint terms, the delay and the torque offsets (seeded by the LS offsets)
+FIT_GROUPS = "armature,friction,viscous,delay,torque_offset"
+#: search bounds wide enough for the UR10e's joint terms (LS: Coulomb ~14 N m, viscous ~20) and the LS offsets
+#: (-0.13..+0.01 N m: the LS model predicts torque, offsets included, and divides by the drive gains); the armature's box is the robot config's physical bound (configs/robots/ur10e.toml:
+#: 6.6 6.6 3.0 1.08 1.08 1.08 kg m^2)
+BOUNDS = {"friction_bounds": (0.0, 30.0), "viscous_bounds": (0.0, 40.0), "torque_offset_bounds": (-3.0, 3.0),
           "delay_bounds": (0, 6)}
 
 
@@ -108,7 +113,8 @@ def _ls_joint_terms(rb_dir: Path, robot: Robot) -> dict[str, np.ndarray]:
     from isaaclab_sysid.rigid_body.fit_seed import joint_terms_from_rb_params
 
     values, _, _ = joint_terms_from_rb_params(rb_dir / "rb_params.json", robot.joint_names)
-    return {"armature": values["armature"], "friction": values["friction"], "viscous": values["viscous"]}
+    return {"armature": values["armature"], "friction": values["friction"], "viscous": values["viscous"],
+            "torque_offset": values.get("torque_offset", np.zeros(robot.n_dof))}
 
 
 def _fit(size: StudySize, rb_dir: Path, gains: np.ndarray, work: Path, log: Callable[[str], None]) -> Path:
@@ -122,7 +128,7 @@ def _fit(size: StudySize, rb_dir: Path, gains: np.ndarray, work: Path, log: Call
         torque_includes_gravity=True, drive_gains=tuple(float(k) for k in gains), window_s=size.fit_window_s,
         nominal=str(rb_dir / "nominal_inertials.json"), x0=str(seed), num_envs=size.num_envs,
         max_iter=size.max_iter, refine_iter=size.refine_iter, refine_delay_neighbours=1, log_dir=str(work / "fit"),
-        quiet=True, plots=False, seed=0, **BOUNDS,
+        quiet=True, plots=False, seed=0, fit_groups=FIT_GROUPS, **BOUNDS,
     )
     return run_fit(args, log=log)
 
@@ -150,6 +156,7 @@ def run_study(size: StudySize, work: Path, log: Callable[[str], None] = print) -
     v = fit.values
     both = CandidateBatch(armature=np.stack([ls["armature"], v["armature"]]), friction=np.stack([ls["friction"], v["friction"]]),
                           viscous=np.stack([ls["viscous"], v["viscous"]]),
+                          torque_offset=np.stack([ls["torque_offset"], v["torque_offset"]]),
                           delay=np.array([0, int(v.get("delay", 0))], dtype=np.int64))
     scores: dict[float, dict[str, WindowScore]] = {}
     for w in size.score_windows_s:
