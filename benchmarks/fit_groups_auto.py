@@ -11,6 +11,7 @@ same run; on a shared machine compare ratios, not seconds.
     python benchmarks/fit_groups_auto.py                       # full size (2.5 s runs; a few minutes on 2 cores)
     python benchmarks/fit_groups_auto.py --quick               # 1.2 s runs, tiny budgets (a smoke test)
     python benchmarks/fit_groups_auto.py --controllers task_impedance --static_over_coulomb 2.0
+    python benchmarks/fit_groups_auto.py --contenders Coulomb,Coulomb+rms,auto+rms   # the channel scaling too
 """
 
 from __future__ import annotations
@@ -45,8 +46,15 @@ class Args:
     """Run sets, comma-separated."""
     static_over_coulomb: tuple[float, ...] = (1.0, peers.STATIC_OVER_COULOMB, 2.0)
     """Twins' static friction over Coulomb friction (1.0: Coulomb truth)."""
+    contenders: str = "Coulomb,auto"
+    """Fit jobs to run, comma-separated: Coulomb, auto, Coulomb+rms, auto+rms (+rms: --channel_scale rms)."""
     json_out: str | None = None
     """Also write every figure to this JSON file."""
+
+
+#: the fit jobs this benchmark knows, by name: their flags beside the defaults
+CONTENDERS = {"Coulomb": {}, "auto": {"fit_groups": "auto"}, "Coulomb+rms": {"channel_scale": "rms"},
+              "auto+rms": {"fit_groups": "auto", "channel_scale": "rms"}}
 
 
 def _fit(csvs: list[str], held: str, logs: Path, size: peers.PeerSize, **kw) -> dict:
@@ -70,6 +78,9 @@ def _fit(csvs: list[str], held: str, logs: Path, size: peers.PeerSize, **kw) -> 
 
 def main(a: Args) -> int:
     size = peers.QUICK if a.quick else peers.FULL
+    unknown = [c for c in a.contenders.split(",") if c.strip() and c.strip() not in CONTENDERS]
+    if unknown:
+        raise SystemExit(f"--contenders: unknown {', '.join(unknown)} (known: {', '.join(CONTENDERS)})")
     robot = load_robot("franka_panda")
     why = peers.sysid_available()
     rows = []
@@ -80,7 +91,8 @@ def main(a: Args) -> int:
                 dd = Path(d)
                 csvs = [str(write_run(r, dd / f"{r.name}.csv")[0]) for r in work.fit]
                 held = str(write_run(work.heldout, dd / "heldout.csv")[0])
-                for name, kw in (("Coulomb", {}), ("auto", {"fit_groups": "auto"})):
+                for name in [c.strip() for c in a.contenders.split(",") if c.strip()]:
+                    kw = CONTENDERS[name]
                     print(f"[{ctrl}, static {ratio:g}x] {name} ...", file=sys.stderr, flush=True)
                     r = _fit(csvs, held, dd / name, size, **kw)
                     rows.append(dict(controller=ctrl, static_over_coulomb=ratio, contender=name,
