@@ -193,3 +193,14 @@ def test_other_methods_run_and_cma_from_result():
     iv = c.by_label()["armature[j1]"]
     assert iv.upper - iv.lower == pytest.approx(2 * 1.959964 * 0.01 * 0.5, rel=1e-4)
     assert c.by_label()["delay"].lower <= TRUE["delay"] <= c.by_label()["delay"].upper
+
+
+@pytest.mark.parametrize("T, p, bandwidth", [(2500, 12, 600), (400, 5, 40), (40, 3, 17), (30, 4, 3), (5, 2, 50)])
+def test_hac_meat_by_fft_is_the_lag_sum(T, p, bandwidth):
+    from isaaclab_sysid.intervals.curvature import hac_meat, hac_meat_lags
+
+    rng = np.random.default_rng(T)
+    scores = [np.cumsum(rng.normal(size=(T, p)), axis=0), rng.normal(size=(T + 3, p))]  # correlated and white
+    fast, ref = hac_meat(scores, bandwidth), hac_meat_lags(scores, bandwidth)
+    np.testing.assert_allclose(fast, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    np.testing.assert_array_equal(fast, fast.T)

@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.signal import fftconvolve
 
 from isaaclab_sysid.fit.jacobian import stencil
 from isaaclab_sysid.fit.objective import ReplayObjective
@@ -199,8 +200,36 @@ def hac_bandwidth(rs: Sequence[np.ndarray], tau: float | None = None) -> int:
     return min(max(1, math.ceil(2 * tau)), max(1, t_min // 4))
 
 
+#: above this many lags :func:`hac_meat` convolves by FFT (the lag loop's cost grows with the bandwidth)
+FFT_MIN_BANDWIDTH = 16
+
+
 def hac_meat(scores: Sequence[np.ndarray], bandwidth: int) -> np.ndarray:
-    """Newey-West long-run covariance of the per-run score sums (Bartlett kernel), summed over runs."""
+    """Newey-West long-run covariance of the per-run score sums (Bartlett kernel), summed over runs.
+
+    ``sum_lag w(lag) (G_lag + G_lag^T)`` (``G_lag = sum_t g[t + lag] g[t]^T``, ``w(0) = 1``) is ``g^T (K g)`` with
+    ``K`` the banded Toeplitz matrix of the kernel; ``K g`` is one FFT convolution per score column, so a run of T
+    samples costs O(p T log T + p^2 T) instead of O(bandwidth p^2 T) (:func:`hac_meat_lags` is the lag loop, used
+    up to :data:`FFT_MIN_BANDWIDTH` lags). The two agree to ~1e-15 relative.
+    """
+    p = scores[0].shape[1]
+    M = np.zeros((p, p))
+    for g in scores:
+        T = g.shape[0]
+        L = min(bandwidth, T - 1)
+        if L <= FFT_MIN_BANDWIDTH:  # a few lags: the loop is as fast and exact to the last bit
+            M += hac_meat_lags([g], bandwidth)
+            continue
+        lags = np.arange(-L, L + 1)
+        kernel = 1.0 - np.abs(lags) / (bandwidth + 1.0)
+        Kg = fftconvolve(g, kernel[:, None], mode="same", axes=0)
+        X = g.T @ Kg
+        M += 0.5 * (X + X.T)  # symmetric in exact arithmetic; the mean makes it so in floating point
+    return M
+
+
+def hac_meat_lags(scores: Sequence[np.ndarray], bandwidth: int) -> np.ndarray:
+    """:func:`hac_meat` by its definition, one lag at a time (the reference the tests hold the FFT form to)."""
     p = scores[0].shape[1]
     M = np.zeros((p, p))
     for g in scores:
