@@ -164,6 +164,10 @@ def assess(
     if timed:
         bad |= _speed_messages(timed, limits, msgs)
     verdict = "misfit" if bad else "adequate"
+    stated = [r.name for r in runs[:n_fit] if r.meta.controller == "joint_pd" and np.all(np.isfinite(r.meta.kp))
+              and np.all(np.isfinite(r.meta.kd))]
+    if bad and stated:  # the fit held the runs' stated gains fixed: they are a suspect the data cannot clear
+        msgs.append(_stated_gains_message(runs[0], len(stated)))
     if verdict == "adequate":
         msgs.append("model adequate: " + (f"held-out error {ratio:.2f}x the fit error" if ratio is not None else
                                           "no held-out run (give one: another waveform, other gains)")
@@ -171,6 +175,16 @@ def assess(
     if source in ("repeats", "shooting"):
         msgs.append(f"noise floor {floor:.3g} mrad: {method}")
     return Adequacy(verdict, msgs, ratio, floor, source, over, stats, limits, per_joint, method, files)
+
+
+def _stated_gains_message(run: Run, n: int) -> str:
+    """The suspect a joint-PD misfit names: the gains the runs state, which the fit kept (sim/servo.py)."""
+    kp = ", ".join(f"{v:.3g}" for v in run.meta.kp)
+    kd = ", ".join(f"{v:.3g}" for v in run.meta.kd)
+    return (f"the {n} fit run(s) state their joint-PD gains (kp [{kp}] N m/rad, kd [{kd}] N m s/rad for "
+            f"{run.name}) and the fit held them fixed: stated gains that are wrong misfit like this (a servo's "
+            "register values, e.g. LeRobot's P_Coefficient 16 / D_Coefficient 32, are not N m/rad); refit with the "
+            "gains unknown (import mapping gains: unknown, --fit_groups kp,kd,...) and compare (docs/servo_arms.md)")
 
 
 #: how the verdict's messages name each floor source

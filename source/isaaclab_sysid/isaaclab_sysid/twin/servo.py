@@ -170,9 +170,13 @@ def so101_calibration(motors: Sequence[str]) -> dict[str, dict]:
 
 
 def write_twin_dataset(root: str | Path, runs: Sequence[Run], motors: Sequence[str], fps: float = 30.0,
-                       calibration_path: str | Path | None = None, state_age_ms: int | None = None) -> Path:
+                       calibration_path: str | Path | None = None, state_age_ms: int | None = None,
+                       stated_gains: tuple[Sequence[float], Sequence[float]] | None = None) -> Path:
     """Write twin runs as a LeRobot dataset in LeRobot's default units (arm -100..100, gripper 0..100) with its
-    calibration file beside it, and the import mapping (``so101.yaml``) next to it; returns the mapping's path."""
+    calibration file beside it, and the import mapping (``<root name>.yaml``) next to it; returns the mapping's path.
+
+    ``stated_gains``: (kp, kd) the mapping states [N m/rad, N m s/rad] (a user who believes he knows them);
+    default ``gains: unknown``."""
     root = Path(root)
     cal = so101_calibration(motors)
     cal_path = Path(calibration_path) if calibration_path else root.parent / f"{root.name}_calibration.json"
@@ -185,9 +189,11 @@ def write_twin_dataset(root: str | Path, runs: Sequence[Run], motors: Sequence[s
     mapping = root.parent / f"{root.name}.yaml"
     cal_ref = cal_path.name if cal_path.parent.resolve() == mapping.parent.resolve() else str(cal_path.resolve())
     age = "" if state_age_ms is None else f"  state_age_ms: {int(state_age_ms)}\n"
+    fmt = lambda v: "[" + ", ".join(f"{float(x):.6g}" for x in v) + "]"  # noqa: E731
+    gains = "unknown" if stated_gains is None else f"{{kp: {fmt(stated_gains[0])}, kd: {fmt(stated_gains[1])}}}"
     atomic_write_text(mapping, (
         "# LeRobot SO-101 dataset -> runs (docs/servo_arms.md)\n"
-        "robot: so101\ncontroller: joint_pd\ngains: unknown\ngravity_compensated: false\n"
+        f"robot: so101\ncontroller: joint_pd\ngains: {gains}\ngravity_compensated: false\n"
         "features:\n  q: {feature: observation.state}\n  dq: differentiate\n  tau: none\n"
         f"  targets: {{feature: action}}\n  units: [{', '.join(units)}]\n  calibration: {cal_ref}\n" + age))
     return mapping

@@ -36,19 +36,22 @@ class ServoDataset:
 
 
 def make_servo_dataset(out: str | Path, duration_s: float = 20.0, truth: ServoTruth = SO101_TRUTH, seed: int = 0,
-                       n_fit: int = 2) -> ServoDataset:
+                       n_fit: int = 2, stated_gains: tuple | None = None, step_hold_s: float = 0.8) -> ServoDataset:
     """Record ``n_fit`` + 1 twin episodes (multisine + saturating steps, 30 fps), write the LeRobot dataset under
-    ``out/lerobot/so101_twin`` and import it into ``out/runs`` (the last episode is the held-out run)."""
+    ``out/lerobot/so101_twin`` and import it into ``out/runs`` (the last episode is the held-out run).
+    ``stated_gains``: (kp, kd) the import mapping states (default: unknown)."""
     out = Path(out)
     robot = load_robot("so101")
     runs = []
     for e in range(n_fit + 1):
         spec = ServoDesignSpec(duration_s=duration_s, seed=seed + e, f_min_hz=0.1 + 0.03 * e,
+                               n_sines=int(np.clip((5.0 - 0.03 * e) * duration_s // 7, 1, 6)), step_hold_s=step_hold_s,
                                f_max_hz=6.0 - 0.5 * e, speed_max_rad_s=1.2 + 0.15 * e)
         design = servo_multisine(robot, spec, name=f"design_{e}")
         runs.append(record_servo_twin(robot, design, truth, seed=1000 + seed + e, name=f"ep{e}", mids=SO101_CAL_MIDS))
     root = out / "lerobot" / "so101_twin"
-    mapping = write_twin_dataset(root, runs, robot.joint_names, state_age_ms=truth.state_age_max_ms)
+    mapping = write_twin_dataset(root, runs, robot.joint_names, state_age_ms=truth.state_age_max_ms,
+                                 stated_gains=stated_gains)
     imported, _ = import_runs(root, "lerobot", mapping, out / "runs", log=lambda s: None)
     csvs = [str(out / "runs" / f"{r.name}.csv") for r in imported]
     return ServoDataset(csvs[:n_fit], csvs[n_fit:], root, mapping)
