@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy.optimize import lsq_linear
 from scipy.stats import norm
 
 from isaaclab_sysid.data.run import Run
@@ -54,6 +55,8 @@ class StaticFrictionTest:
         threshold: the one-sided Bonferroni threshold on z at ``alpha``.
         joints: joint names whose z exceeds it (the data ask for static friction there).
         alpha: the test's level over all joints; joint_names: the arm's joints, in the order of z.
+        predicted_gain: the share of the fit loss a bounded Gauss-Newton step in the static group's coordinates
+            predicts it would remove (from the same Jacobian and residual; 0 when the data want no static peak).
     """
 
     z: list[float]
@@ -61,6 +64,7 @@ class StaticFrictionTest:
     joints: list[str]
     alpha: float
     joint_names: list[str]
+    predicted_gain: float | None = None
 
     @property
     def significant(self) -> bool:
@@ -128,7 +132,25 @@ def static_friction_test(backend: ReplayBackend, space: ParamSpace, x0: np.ndarr
     z = (C @ g) / sd
     thr = float(norm.isf(alpha / space.n_dof))
     joints = [space.joint_names[j] for j in range(space.n_dof) if np.isfinite(z[j]) and z[j] > thr]
-    return StaticFrictionTest([float(v) for v in z], thr, joints, alpha, list(space.joint_names))
+    return StaticFrictionTest([float(v) for v in z], thr, joints, alpha, list(space.joint_names),
+                              predicted_gain(aug, sens))
+
+
+def predicted_gain(space: ParamSpace, sens: Sensitivity) -> float | None:
+    """The share of the loss (sum of squared residuals at the optimum) that the bounded Gauss-Newton step
+    ``min ||r + J dx||^2`` over the continuous entries, each kept inside its search bounds, would remove: the
+    linear model's forecast of a refit from this point (None when the Jacobian is not finite)."""
+    J = np.concatenate([j.reshape(-1, j.shape[-1]) for j in sens.J])
+    r = np.concatenate([v.reshape(-1) for v in sens.r])
+    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(r))) or not np.any(r):
+        return None
+    lo, hi = space.bounds()
+    k = np.asarray(sens.cont)
+    v = np.asarray(sens.value, dtype=float)[k]
+    lo_d, hi_d = np.minimum(lo[k] - v, 0.0), np.maximum(hi[k] - v, 0.0)
+    step = lsq_linear(J, -r, bounds=(lo_d, hi_d + 1e-15 * (hi_d <= lo_d)))
+    ssr = float(r @ r)
+    return float(max(0.0, 1.0 - float(np.sum((r + J @ step.x) ** 2)) / ssr))
 
 
 def _replicate_sd(backend: ReplayBackend, space: ParamSpace, x: np.ndarray, runs: Sequence[Run], sens: Sensitivity,

@@ -47,6 +47,7 @@ from isaaclab_sysid.jobs.model_choice import (
     decide,
     not_applicable,
     score_test,
+    worth_refit,
     static_groups,
     static_space,
     static_start,
@@ -103,16 +104,20 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
 def _auto_friction(args: FitArgs, problem: FitProblem, search: Search, coulomb: FitResult, log: Callable[[str], None]
                    ) -> tuple[Search, FitResult, FrictionChoice, StaticFrictionTest | None]:
     """``--fit_groups auto`` after the Coulomb fit (jobs/model_choice.py): the score test, the static-friction refit
-    from the Coulomb optimum (its checkpoints in ``<run_dir>/static_friction``), the choice (logged and written to
+    from the Coulomb optimum where the test or its Gauss-Newton forecast says it may pay (its checkpoints in
+    ``<run_dir>/static_friction``), the choice (logged and written to
     ``fit_groups_auto.json``); returns the search and result that are the answer and the score test (None when the
     answer is the static fit: the test is of the Coulomb model)."""
     run_dir = search.run_dir
     groups = list(coulomb.space.group_names)
+    margin = args.params.auto_static_margin
     why_not = not_applicable(problem, coulomb)
+    test = None if why_not is not None else score_test(problem, coulomb)
     if why_not is not None:
-        choice, test = FrictionChoice(groups, groups, False, why_not), None
+        choice = FrictionChoice(groups, groups, False, why_not)
+    elif not worth_refit(test, margin):
+        choice = decide(coulomb, test, None, margin)
     else:
-        test = score_test(problem, coulomb)
         static_args = copy.deepcopy(args)
         static_args.params.fit_groups = ",".join(static_groups(groups))
         space = static_space(coulomb.space, args.params.mu_static_bounds, args.params.dynamic_ratio_bounds)
@@ -120,8 +125,8 @@ def _auto_friction(args: FitArgs, problem: FitProblem, search: Search, coulomb: 
         log(f"--fit_groups auto: refitting with {static_args.params.fit_groups} from the Coulomb optimum")
         refit, static = _search(static_args, dataclasses.replace(problem, space=space), log,
                                 run_dir=_mkdir(run_dir / "static_friction"), x0=x0, refit=True)
-        choice = decide(coulomb, test, None if _diverged(static) else float(static.best_score),
-                        args.params.auto_static_margin)
+        choice = (decide(coulomb, test, float(static.best_score), margin) if not _diverged(static) else
+                  FrictionChoice(groups, groups, False, "the static refit diverged: kept Coulomb"))
     log(choice.line())
     atomic_write_json(run_dir / CHOICE_FILE, choice.to_json())
     if not choice.static:
