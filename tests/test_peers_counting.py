@@ -1,4 +1,5 @@
-"""benchmarking.peers.CountingBackend is a ReplayBackend that forwards every declared member and counts rollouts."""
+"""benchmarking.counting.CountingBackend (the peers benchmark's backend wrapper) is a ReplayBackend that forwards
+every declared member and counts rollouts."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import inspect
 import numpy as np
 import pytest
 
-from isaaclab_sysid.benchmarking.peers import CountingBackend
+from isaaclab_sysid.benchmarking.counting import CountingBackend
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayBackend, ReplayOptions
 
 

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from isaaclab_sysid.benchmarking.counting import CountingBackend, TracingBest
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.metrics import rms_between_runs
-from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.fast_path import FastFitState
 from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.objective import ReplayObjective
@@ -48,7 +48,7 @@ from isaaclab_sysid.fit.search import Search, SearchSettings
 from isaaclab_sysid.fit.state import FitState
 from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
 from isaaclab_sysid.robots import Robot
-from isaaclab_sysid.sim.interface import CandidateBatch, LossScore, ReplayBackend, ReplayOptions, RunRollout
+from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
 from isaaclab_sysid.twin.demo import joint_target, task_target
 from isaaclab_sysid.twin.params import TwinNoise, TwinParams
@@ -130,61 +130,6 @@ def workload(robot: Robot, controller: str, size: PeerSize, seed: int = 0,
     ho = record_twin(robot, held, p, seed=1000 * seed + 7, log_rate_hz=1000.0)
     rep = record_twin(robot, held, p, seed=1000 * seed + 8, log_rate_hz=1000.0, name="heldout_repeat")
     return Workload(controller, fit, ho, rep, float(rms_between_runs(ho, rep)["q_rms_all_mrad"]))
-
-
-@dataclass
-class Counts:
-    """(candidate, run) rollouts and 1 ms env-steps (warm-up included) so far."""
-
-    rollouts: int = 0
-    env_steps: int = 0
-
-
-class CountingBackend(ReplayBackend):
-    """A backend wrapper counting rollouts and env-steps into a :class:`Counts`.
-
-    Every member of the :class:`ReplayBackend` contract is the inner backend's (``name``, ``supported_groups``,
-    ``options``, ``scores_loss``, ``windows_of``, ``loss``, ``close``); ``inner`` is the wrapped backend. Only
-    :meth:`rollout` does more: it counts P x len(runs) rollouts and their env-steps (warm-up + the run's ticks).
-    """
-
-    def __init__(self, inner: ReplayBackend) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.supported_groups = inner.supported_groups
-        self.options = inner.options
-        self.scores_loss = inner.scores_loss
-        self.counts = Counts()
-
-    @property
-    def rollouts(self) -> int:
-        return self.counts.rollouts
-
-    @property
-    def env_steps(self) -> int:
-        return self.counts.env_steps
-
-    def _count(self, batch: CandidateBatch, runs: Sequence[Run]) -> None:
-        P = batch.size
-        self.counts.rollouts += P * len(runs)
-        self.counts.env_steps += P * sum(self.inner.options.warmup_ticks + int(r.sample_ticks()[-1]) + 1 for r in runs)
-
-    def rollout(self, batch: CandidateBatch, runs: Sequence[Run], **kw) -> list[RunRollout]:
-        self._count(batch, runs)
-        return self.inner.rollout(batch, runs, **kw)
-
-    def windows_of(self, runs: Sequence[Run]) -> list[np.ndarray]:
-        """The inner backend's shooting windows of ``runs``."""
-        return self.inner.windows_of(runs)
-
-    def loss(self, batch: CandidateBatch, runs: Sequence[Run], score: LossScore):
-        """The inner backend's loss (only with ``scores_loss``), counted like :meth:`rollout`."""
-        self._count(batch, runs)
-        return self.inner.loss(batch, runs, score)
-
-    def close(self) -> None:
-        """Close the inner backend."""
-        self.inner.close()
 
 
 @dataclass
@@ -300,21 +245,6 @@ def our_coverage(objective: ReplayObjective, x: np.ndarray) -> tuple[float | Non
     lo = np.array([iv.lower if iv.lower is not None else -np.inf for iv in cont], dtype=float)
     hi = np.array([iv.upper if iv.upper is not None else np.inf for iv in cont], dtype=float)
     return _coverage(lo, hi)
-
-
-class TracingBest(BestSoFar):
-    """The best-so-far record that also notes (wall [s], rollouts, x) at every improvement (for time-to-error)."""
-
-    def __init__(self, backend: CountingBackend, t0: float) -> None:
-        super().__init__()
-        self._counts, self._t0 = backend.counts, t0
-        self.points: list[tuple[float, int, np.ndarray]] = []
-
-    def offer(self, x, score, contrib, diverged=False, stage=""):
-        kept = super().offer(x, score, contrib, diverged, stage)
-        if kept:
-            self.points.append((time.perf_counter() - self._t0, self._counts.rollouts, np.asarray(x, float).copy()))
-        return kept
 
 
 def _trace(robot: Robot, space: ParamSpace, best: TracingBest, run: Run) -> list[tuple[float, int, float]]:
