@@ -107,9 +107,12 @@ class ProcessNoise:
         return {"sigma_w_nm": self.sigma_w.tolist(), "sigma_common_nm": self.sigma_common,
                 "coloured_share": self.coloured_share,
                 "std": dict(zip(self.labels, self.std.tolist())), "replicates": self.replicates,
-                "skipped": self.skipped,
-                "note": "white torque disturbance per joint the replay cannot see, estimated from the coloured "
-                        "part of the residual; std: what it and the measurement noise do to the fitted numbers"}
+                "skipped": self.skipped, "source": self.source,
+                "note": ("the logged torque's white noise per joint [N m per row], measured from the log's first "
+                         "differences (a torque replay's input); std: what it and the start states' noise do to the "
+                         "fitted numbers" if self.source == "torque_input" else
+                         "white torque disturbance per joint the replay cannot see, estimated from the coloured "
+                         "part of the residual; std: what it and the measurement noise do to the fitted numbers")}
 
 
 def _stand_in(run: Run, ro: RunRollout, k: int) -> Run:
