@@ -36,7 +36,8 @@ class ServoDataset:
 
 
 def make_servo_dataset(out: str | Path, duration_s: float = 20.0, truth: ServoTruth = SO101_TRUTH, seed: int = 0,
-                       n_fit: int = 2, stated_gains: tuple | None = None, step_hold_s: float = 0.8) -> ServoDataset:
+                       n_fit: int = 2, stated_gains: tuple | None = None, step_hold_s: float = 0.8,
+                       step_rad: float = 0.3) -> ServoDataset:
     """Record ``n_fit`` + 1 twin episodes (multisine + saturating steps, 30 fps), write the LeRobot dataset under
     ``out/lerobot/so101_twin`` and import it into ``out/runs`` (the last episode is the held-out run).
     ``stated_gains``: (kp, kd) the import mapping states (default: unknown)."""
@@ -45,7 +46,7 @@ def make_servo_dataset(out: str | Path, duration_s: float = 20.0, truth: ServoTr
     runs = []
     for e in range(n_fit + 1):
         spec = ServoDesignSpec(duration_s=duration_s, seed=seed + e, f_min_hz=0.1 + 0.03 * e,
-                               n_sines=int(np.clip((5.0 - 0.03 * e) * duration_s // 7, 1, 6)), step_hold_s=step_hold_s,
+                               n_sines=int(np.clip((5.0 - 0.03 * e) * duration_s // 7, 1, 6)), step_hold_s=step_hold_s, step_rad=step_rad,
                                f_max_hz=6.0 - 0.5 * e, speed_max_rad_s=1.2 + 0.15 * e)
         design = servo_multisine(robot, spec, name=f"design_{e}")
         runs.append(record_servo_twin(robot, design, truth, seed=1000 + seed + e, name=f"ep{e}", mids=SO101_CAL_MIDS))

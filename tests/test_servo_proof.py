@@ -1,0 +1,70 @@
+"""The servo arm's proof at CI size (issue 27; full size: benchmarks/servo_twin.py).
+
+The SO-101 twin goes in as LeRobot writes it (30 fps, normalized range, calibration file), through the importer,
+and is fitted by scripts/sysid_franka_osc.py as a user runs it. With the gains unknown the fit finds the delay
+exactly and the gains inside their intervals; with the gains stated wrong by 2x (a user reading servo units) it
+ends in a misfit verdict that names the gains, not a confident fit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from isaaclab_sysid.paths import REPO_ROOT
+from isaaclab_sysid.twin.servo import SO101_TRUTH
+from isaaclab_sysid.twin.servo_proof import fit_flags, judge, make_servo_dataset
+
+pytest.importorskip("pyarrow")
+
+FIT = str(REPO_ROOT / "scripts" / "sysid_franka_osc.py")
+
+
+def _fit(flags):
+    subprocess.run([sys.executable, FIT, *flags], check=True, cwd=REPO_ROOT, capture_output=True, text=True)
+
+
+def test_gains_stated_wrong_by_2x_end_in_a_misfit_naming_the_gains(tmp_path):
+    data = make_servo_dataset(tmp_path, duration_s=4.0, n_fit=1, step_hold_s=0.3,
+                              stated_gains=(2 * SO101_TRUTH.kp, 2 * SO101_TRUTH.kd))
+    _fit(fit_flags(data, tmp_path / "fit", "armature,friction,viscous,delay", ("--refine_iter", "6")))
+    fit_dir = next((tmp_path / "fit").iterdir())
+    adequacy = json.loads((fit_dir / "sysid_best_params.json").read_text())["adequacy"]
+    assert adequacy["verdict"] == "misfit", adequacy["messages"]
+    gains = [m for m in adequacy["messages"] if "state their joint-PD gains" in m]
+    assert gains and "kp [29, 42" in gains[0] and "gains: unknown" in gains[0], adequacy["messages"]
+    assert adequacy["residual_over_floor"] > 2.0  # far above the noise: not a confident fit
+
+
+def test_frictionless_servo_twin_from_lerobot_dataset_recovers_delay_gains_offsets(tmp_path):
+    """CI size: the twin without friction (the full truth: benchmarks/servo_twin.py), 8 s of multisine + one
+    saturating step per joint, fitted for kp, kd, armature, delay and encoder offset through the importer.
+
+    Asserted: the delay exact, the held-out error within 1.5x the noise floor, every kp, kd and armature of the
+    joints gravity loads or the pan (whose link inertia gives the scale) in its interval or flagged, the pan's
+    offset flagged unidentifiable. Not asserted, a known gap (docs/servo_arms.md): ``wrist_roll`` has neither
+    gravity nor link inertia to fix the scale of (kp, kd, armature) and its 0.3 rad step barely saturates; at this
+    size the fit lands on the scaled solution (kp 2.3 vs 7.2) with intervals that miss. At 4 s the delay is 2 ms
+    off and absorbed by kp, kd and armature (also a gap: the intervals are conditional on the delay).
+    """
+    truth = dataclasses.replace(SO101_TRUTH, friction=np.zeros(6), static_friction=np.zeros(6))
+    data = make_servo_dataset(tmp_path, duration_s=8.0, n_fit=1, step_hold_s=0.5, truth=truth)
+    _fit(fit_flags(data, tmp_path / "fit", "kp,kd,armature,delay,encoder_offset", ("--refine_iter", "15")))
+    fit_dir = next((tmp_path / "fit").iterdir())
+    subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "compute_intervals.py"), "--fit_dir", str(fit_dir)],
+                   check=True, cwd=REPO_ROOT, capture_output=True, text=True)
+    v = judge(fit_dir, truth)
+    print(v.format())
+    assert v.delay_fit == v.delay_true == 7
+    assert v.heldout_rmse_rad <= 1.5 * v.noise_floor_rad
+    checked = [r for r in v.rows if r.label.startswith(("kp[", "kd[", "armature[")) and "wrist_roll" not in r.label]
+    assert len(checked) == 15 and all(r.covered or r.unidentified for r in checked), v.format()
+    assert sum(r.covered for r in checked) >= 14, v.format()
+    offsets = {r.label: r for r in v.rows if r.label.startswith("encoder_offset[")}
+    assert offsets["encoder_offset[shoulder_pan]"].unidentified  # gravity does not depend on the pan angle
+    assert all(r.covered or r.unidentified for r in offsets.values()), v.format()
