@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.data.run import Run, RunMeta
 from isaaclab_sysid.robots.robot import Robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 
@@ -89,8 +89,6 @@ def _frequencies(spec: ServoDesignSpec, n: int) -> np.ndarray:
 def servo_multisine(robot: Robot, spec: ServoDesignSpec = ServoDesignSpec(), name: str = "servo_multisine") -> Run:
     """The design as a target run at ``spec.fps``: ``q_des`` the commands, ``q`` / ``dq`` the reference
     (what a perfect servo would do), gains unstated (NaN), gravity not compensated."""
-    from isaaclab_sysid.twin.targets import skeleton_run
-
     n = robot.n_dof
     lo, hi = robot.q_lower, robot.q_upper
     centre = 0.5 * (lo + hi) if spec.centre is None else np.asarray(spec.centre, dtype=float)
@@ -128,13 +126,35 @@ def servo_multisine(robot: Robot, spec: ServoDesignSpec = ServoDesignSpec(), nam
         t = np.arange(len(q)) / spec.fps
     excitation = {"design": "servo_multisine", **{k_: v for k_, v in asdict(spec).items() if k_ != "centre"},
                   "centre": centre.tolist(), "frequencies_hz": freqs.tolist(), "amplitude_scale": scale.tolist()}
-    run = skeleton_run(robot, "joint_pd", t, q, np.full(n, np.nan), np.full(n, np.nan), q_init=q[0],
-                       control_rate_hz=spec.fps, name=name, excitation=excitation)
+    return _target_run(robot, name, t, q, spec.fps, excitation)
+
+
+def _target_run(robot: Robot, name: str, t: np.ndarray, q: np.ndarray, fps: float, excitation: dict) -> Run:
+    """A joint-PD target run at ``fps``: ``q`` (T, N) the commands and the reference states; gains unstated (NaN),
+    gravity not compensated (a servo)."""
+    n = robot.n_dof
+    pos, quat = robot.ee_pose(q[0])
+    meta = RunMeta(robot=robot.name, controller="joint_pd", control_rate_hz=float(fps), log_rate_hz=float(fps),
+                   num_samples=len(t), q_init=q[0].copy(), anchor_pos=pos, anchor_quat=quat, kp=np.full(n, np.nan),
+                   kd=np.full(n, np.nan), gravity_compensated=False, excitation=excitation)
+    z = np.zeros((len(t), n))
+    return Run(name=name, meta=meta, t=np.asarray(t, dtype=float), q=q, dq=np.gradient(q, t, axis=0),
+               ee_pos=np.tile(pos, (len(t), 1)), ee_quat=np.tile(quat, (len(t), 1)), tau=z, tau_J=z.copy(), q_des=q)
+
+
+def _every_tick(run: Run) -> Run:
+    """``run``'s commands held on every 1 ms tick, each tick a sample (the torque between frames is seen)."""
     import dataclasses
 
-    run = dataclasses.replace(run, meta=dataclasses.replace(run.meta, gravity_compensated=False),
-                              q=q, dq=np.gradient(q, t, axis=0))
-    return run
+    sp_ticks, values = run.setpoints()
+    ticks = np.arange(int(run.sample_ticks()[-1]) + 1, dtype=np.int64)
+    idx = np.maximum(np.searchsorted(sp_ticks, ticks, side="right") - 1, 0)
+    k, n = len(ticks), run.n_dof
+    z = np.zeros((k, n))
+    return dataclasses.replace(run, meta=dataclasses.replace(run.meta, log_rate_hz=1000.0, num_samples=k),
+                               t=ticks / 1000.0, q=np.tile(run.meta.q_init, (k, 1)), dq=z, tau=z, tau_J=z.copy(),
+                               ee_pos=np.tile(run.ee_pos[0], (k, 1)), ee_quat=np.tile(run.ee_quat[0], (k, 1)),
+                               q_des=values[idx], tick=ticks, setpoint_tick=sp_ticks[idx].astype(np.int64))
 
 
 @dataclass(frozen=True)
@@ -201,7 +221,6 @@ def servo_preflight(robot: Robot, run: Run, nominal: ServoNominal = ServoNominal
     ``C = D^-1/2 (J^T J)^-1 D^-1/2`` names the pairs the design leaves tied.
     """
     from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
-    from isaaclab_sysid.twin.recorder import dense_run
 
     n = robot.n_dof
     lo, hi = robot.q_lower, robot.q_upper
@@ -236,7 +255,7 @@ def servo_preflight(robot: Robot, run: Run, nominal: ServoNominal = ServoNominal
     be = MujocoBackend(robot, ReplayOptions(warmup_ticks=0, torque_clamp=True, gravity=True), n_threads=1)
     try:
         ro = be.rollout(batch, [run])[0]
-        tau = be.rollout(batch.take(np.array([0])), [dense_run(run)], with_command=True)[0].extra["tau_cmd"][0]
+        tau = be.rollout(batch.take(np.array([0])), [_every_tick(run)], with_command=True)[0].extra["tau_cmd"][0]
     finally:
         be.close()
     if ro.diverged[0]:

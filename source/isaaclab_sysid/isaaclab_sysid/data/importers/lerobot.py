@@ -122,7 +122,9 @@ def read_lerobot(path: str | Path, spec: ImportSpec, n_dof: int) -> tuple[list[S
         raise RunFormatError(spec.file, None, "features.dq", f"expected {{feature, names}} or differentiate, got {sel['dq']!r}")
     if isinstance(sel["tau"], str) and sel["tau"] != "none":
         raise RunFormatError(spec.file, None, "features.tau", f"expected {{feature, names}} or none, got {sel['tau']!r}")
-    convert = _converters(spec, n_dof, task)
+    # the calibration file is keyed by the dataset's motor names (the q components, without LeRobot's ".pos")
+    motors = [lab.split("[", 1)[1][:-1].removesuffix(".pos") for lab in sel["q"][2]]
+    convert = _converters(spec, n_dof, task, motors)
     files = sorted(root.glob("data/chunk-*/episode_*.parquet"))
     if not files:
         raise RunFormatError(str(root / "data"), None, "-", "no data/chunk-*/episode_*.parquet files")
@@ -180,7 +182,7 @@ def read_lerobot(path: str | Path, spec: ImportSpec, n_dof: int) -> tuple[list[S
     return out, float(fps)
 
 
-def _converters(spec: ImportSpec, n_dof: int, task: bool):
+def _converters(spec: ImportSpec, n_dof: int, task: bool, motors: list[str]):
     """The (T, N) -> (T, N) [rad] conversion of ``q`` and ``targets`` the mapping's ``units`` asks for (None: rad).
 
     Raises:
@@ -201,17 +203,13 @@ def _converters(spec: ImportSpec, n_dof: int, task: bool):
     if task:
         raise RunFormatError(spec.file, None, "features.units", "units apply to joint_pd (servo) datasets only")
     cal = None
-    joints = list(spec.joints) if spec.joints else None
+    joints = motors
     if any(u in NEEDS_CALIBRATION for u in units):
         path = spec.features.get("calibration")
         if not isinstance(path, str):
             raise RunFormatError(spec.file, None, "features.calibration",
                                  f"missing: units {sorted(set(units) & set(NEEDS_CALIBRATION))} need LeRobot's calibration file")
         p = Path(path) if Path(path).is_absolute() else Path(spec.file).parent / path
-        if joints is None:
-            from isaaclab_sysid.robots import load_robot
-
-            joints = list(load_robot(spec.robot).joint_names)
         cal = read_calibration(p, joints)
 
     def convert(a: np.ndarray) -> np.ndarray:
