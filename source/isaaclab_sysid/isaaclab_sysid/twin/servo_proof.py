@@ -116,9 +116,10 @@ class ServoVerdict:
         return "\n".join(lines + self.notes)
 
 
-def truth_of(truth: ServoTruth, group: str, j: int) -> float:
-    """The truth a fitted group's entry j is compared with (kd holds the viscous friction; mu_static the breakaway)."""
-    if group == "kd":
+def truth_of(truth: ServoTruth, group: str, j: int, viscous_fitted: bool = False) -> float:
+    """The truth a fitted group's entry j is compared with (kd holds the viscous friction unless the fit has a
+    viscous group; mu_static is the breakaway)."""
+    if group == "kd" and not viscous_fitted:
         return float(truth.kd[j] + truth.viscous[j])
     if group == "mu_static":
         return float(truth.static_friction[j])
@@ -139,12 +140,13 @@ def judge(fit_dir: str | Path, truth: ServoTruth = SO101_TRUTH) -> ServoVerdict:
     by_label = {e["label"]: e for e in ivs["methods"][ivs["selected"]]["intervals"]}
     rows = []
     delay = None
+    viscous = any(e["group"] == "viscous" for e in by_label.values())
     for label, e in by_label.items():
         if e["group"] == "delay":
             delay = int(round(e["value"]))
             continue
         joint = load_robot("so101").joint_names.index(e["joint"])
-        t = truth_of(truth, e["group"], joint)
+        t = truth_of(truth, e["group"], joint, viscous)
         lo, hi = e.get("lower"), e.get("upper")
         flagged = None
         if not e.get("identifiable", True):
