@@ -92,3 +92,19 @@ def test_twin_records_what_lerobot_would_and_the_importer_reads_it_back(robot, d
     np.testing.assert_allclose(runs[0].q_des, run.q_des, atol=2e-6)
     np.testing.assert_array_equal(runs[0].sample_ticks(), run.sample_ticks())
     assert runs[0].meta.state_age_ms == SO101_TRUTH.state_age_max_ms and np.isnan(runs[0].meta.kp).all()
+
+
+def test_gen_servo_traj_writes_a_readable_target_and_its_preflight(tmp_path):
+    import json
+
+    from conftest import load_script
+
+    from isaaclab_sysid.data import read_run
+
+    mod = load_script("gen_servo_traj")
+    rc = mod.main(mod.Args(out=tmp_path, name="d", duration_s=4.0, f_min_hz=0.25, n_sines=2, speed_max_rad_s=1.0,
+                           step_hold_s=0.3))
+    run = read_run(tmp_path / "d.csv")
+    assert rc == 0 and run.meta.control_rate_hz == 30 and np.isnan(run.meta.kp).all()
+    pf = json.loads((tmp_path / "d_preflight.json").read_text())
+    assert pf["safe"] and len(pf["numbers"]["steps_saturated_ms"]) == 6

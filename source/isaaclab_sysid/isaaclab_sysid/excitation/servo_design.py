@@ -18,6 +18,7 @@ rest at the centre pose.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -293,3 +294,21 @@ def servo_preflight(robot: Robot, run: Run, nominal: ServoNominal = ServoNominal
              for b_ in range(a_ + 1, len(live_labels)) if abs(corr[a_, b_]) > 0.9]
     trade.sort(key=lambda x: -abs(x[2]))
     return ServoPreflight(nums, sens, trade, problems)
+
+
+def write_servo_design(robot: Robot, spec: ServoDesignSpec, out: str | Path, name: str = "servo_multisine",
+                       nominal: ServoNominal = ServoNominal()) -> tuple[Run, ServoPreflight, list[Path]]:
+    """Design, pre-flight and write: ``<out>/<name>.csv`` + ``.json`` (the 30 fps target run, gains null) and
+    ``<out>/<name>_preflight.json``, every file atomically. Returns the run, the pre-flight and the paths."""
+    from isaaclab_sysid.data import write_run
+    from isaaclab_sysid.utils.atomic import atomic_write_json
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    run = servo_multisine(robot, spec, name=name)
+    pf = servo_preflight(robot, run, nominal)
+    csv, side = write_run(run, out / f"{name}.csv")
+    report = atomic_write_json(out / f"{name}_preflight.json", {
+        "numbers": pf.numbers, "sensitivity_rad2": pf.sensitivity, "safe": pf.safe, "problems": pf.problems,
+        "tradeoffs": [{"a": a, "b": b, "correlation": r} for a, b, r in pf.tradeoffs], "nominal": asdict(nominal)})
+    return run, pf, [Path(csv), Path(side), Path(report)]
