@@ -1,6 +1,6 @@
 """Real-UR10e torque replay (issue 14): URDF vs rigid-body LS vs the replay fit, window RMS on every validation file.
 
-    python benchmarks/ur10e_torque_replay.py           # full size (3 identification runs, population 24 x 20 + LM 10)
+    python benchmarks/ur10e_torque_replay.py           # full size (5 identification runs, population 24 x 20 + LM 10)
     python benchmarks/ur10e_torque_replay.py --quick   # the CI size of tests/test_ur10e_torque_replay.py
 
 Prints the per-joint window RMS of q [mrad] and qd [mrad/s] at 0.2 s and 0.5 s windows, pooled over the 11

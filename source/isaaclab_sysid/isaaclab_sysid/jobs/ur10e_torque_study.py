@@ -69,7 +69,9 @@ class StudySize:
 #: (1.37 vs 1.21 mrad at 0.2 s) and 0.2 s fit windows beat LS on every joint at 0.2 s (pooled 1.00 vs 1.31 mrad)
 CI = StudySize(fit_runs=("ur-20_02_06-20sec_5harm.csv",), num_envs=12, max_iter=4, refine_iter=4, rb_audit=(300, 200),
                fit_window_s=0.2)
-FULL = StudySize(fit_runs=("ur-20_02_06-20sec_5harm.csv", "ur-20_02_05-20sec_8harm.csv", "ur-20_02_06-20sec_10harm.csv"),
+#: five 20 s Fourier runs (three gave pooled q 1.11 / 5.00 mrad and wrist_1 1.47 / 5.84; five 1.04 / 4.77 and 1.25 / 4.84)
+FULL = StudySize(fit_runs=("ur-20_02_06-20sec_5harm.csv", "ur-20_02_05-20sec_8harm.csv", "ur-20_02_06-20sec_10harm.csv",
+                           "ur-20_02_05-20sec_12harm.csv", "ur-20_02_10-20sec_7harm.csv"),
                  num_envs=24, max_iter=20, refine_iter=10, fit_window_s=0.2)
 
 
