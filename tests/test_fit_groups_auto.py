@@ -18,7 +18,7 @@ pytest.importorskip("isaaclab_sysid.twin.recorder")
 
 from isaaclab_sysid.benchmarking.peers import twin  # noqa: E402
 from isaaclab_sysid.data import write_run  # noqa: E402
-from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
+from isaaclab_sysid.fit.config import FIT_GROUPS_DEFAULT, FitArgs  # noqa: E402
 from isaaclab_sysid.fit.result import RESULT_FILE, FitResult  # noqa: E402
 from isaaclab_sysid.jobs.fit_job import run_fit  # noqa: E402
 from isaaclab_sysid.jobs.model_choice import CHOICE_FILE, static_groups  # noqa: E402
@@ -51,9 +51,13 @@ def _fit(csv: str, logs, **kw):
     return out, FitResult.read(out / RESULT_FILE), lines
 
 
+def test_auto_is_the_default():
+    assert FitArgs().params.fit_groups == "auto" and FitArgs().params.auto
+
+
 def test_static_friction_chosen_where_the_joints_stick(tmp_path):
     csv = _runs(tmp_path, 2.0)
-    out, res, lines = _fit(csv, tmp_path / "logs", fit_groups="auto")
+    out, res, lines = _fit(csv, tmp_path / "logs")
     choice = json.loads((out / CHOICE_FILE).read_text())
     said = [s for s in lines if s.startswith("--fit_groups auto ->")]
     print("\n" + "\n".join(said + [s for s in lines if s.startswith("static-friction refit")]))
@@ -85,7 +89,7 @@ def test_coulomb_kept_and_unchanged_where_no_joint_sticks(tmp_path):
     # the Gauss-Newton forecast from the score test's Jacobian is under half the margin: no refit was run
     assert choice["predicted_gain"] < 0.05 and choice["loss_static"] is None
     assert not (out / "coulomb").exists() and not (out / "static_friction").exists()
-    _, plain, _ = _fit(csv, tmp_path / "plain")
+    _, plain, _ = _fit(csv, tmp_path / "plain", fit_groups=FIT_GROUPS_DEFAULT)
     np.testing.assert_array_equal(res.best_x, plain.best_x)  # auto costs nothing and changes nothing here
     assert res.best_score == plain.best_score
 

@@ -18,6 +18,7 @@ from isaaclab_sysid.fit.param_space import GROUPS
 
 #: repeatable list flags (--real_csv a.csv --real_csv b.csv)
 Repeat = tyro.conf.UseAppendAction
+#: the Coulomb groups ``--fit_groups auto`` (the default) starts from
 FIT_GROUPS_DEFAULT = "armature,friction,viscous,delay"
 
 
@@ -86,13 +87,14 @@ class SearchConfig:
 class ParamsConfig:
     """The fitted parameter groups and their search bounds."""
 
-    fit_groups: str = FIT_GROUPS_DEFAULT
+    fit_groups: str = "auto"
     """Comma-separated parameter groups to fit: armature, friction, viscous, delay; for joints that stick, replace
     friction by the static-friction group mu_static,dynamic_ratio (static friction Fs, Coulomb = ratio x Fs; mujoco),
-    optionally with stribeck_velocity (else --stribeck_velocity). auto: fit armature,friction,viscous,delay, then
-    refit with the static-friction group from that optimum and keep the static fit if the score test asks for static
-    friction or the refit lowers the loss by --auto_static_margin (the log says what it chose, the loss ratio and
-    each joint's z; fit_groups_auto.json)."""
+    optionally with stribeck_velocity (else --stribeck_velocity). auto (the default): fit armature,friction,viscous,
+    delay, then refit with the static-friction group from that optimum where the score test asks for static friction
+    or a Gauss-Newton step forecasts half of --auto_static_margin, and keep the static fit if the test fired or the
+    refit lowered the loss by the margin (the log says what it chose, the loss ratio, the forecast and each joint's z;
+    fit_groups_auto.json)."""
     auto_static_margin: float = 0.1
     """--fit_groups auto: the share by which the static-friction refit must lower the fit loss to be chosen when the
     score test does not fire (0.1 = 10 %)."""

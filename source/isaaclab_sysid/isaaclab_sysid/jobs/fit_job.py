@@ -144,14 +144,15 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None], run_
             x0: np.ndarray | None = None, refit: bool = False) -> tuple[Search, FitResult]:
     """Stage 2: CMA-ES + refinement in a new (or the resumed) output folder, or in ``run_dir`` (a stage of
     ``--fit_groups auto``: resumed there with ``--resume``) from ``x0`` (D,) normalized (default: ``--x0``);
-    ``refit``: from ``x0`` alone (no second track at the ``low`` start)."""
+    ``refit``: from ``x0`` alone (no second track at the ``low`` start), by the refinement (CMA-ES from ``x0`` when
+    ``--refine_iter 0`` turned the refinement off)."""
     s = args.search
     x0 = start_point(s.x0, problem.space) if x0 is None else np.asarray(x0, dtype=float)
     settings = SearchSettings(CmaesSettings(popsize=s.num_envs, max_iter=s.max_iter, sigma0=s.sigma, seed=s.seed,
                                             x0=tuple(x0)),
                               refine_iter=s.refine_iter, delay_neighbours=s.refine_delay_neighbours,
                               save_interval=args.output.save_interval, quiet=args.output.quiet,
-                              strategy="fast" if refit else strategy_of(s),
+                              strategy="fast" if refit and s.refine_iter >= 1 else strategy_of(s),
                               fast=FastPathSettings(probe_generations=s.fast_probe_generations,
                                                     probe_popsize=s.fast_probe_popsize,
                                                     probe_margin=s.fast_probe_margin),
