@@ -19,7 +19,7 @@ from isaaclab_sysid.arm_model import ArmModel
 from isaaclab_sysid.rigid_body import clie
 from isaaclab_sysid.rigid_body.cli import IdentifyArgs
 from isaaclab_sysid.rigid_body.cli import main_from_args as identify_main
-from isaaclab_sysid.rigid_body.io import load_nominal
+from isaaclab_sysid.robots.identified import load_nominal
 from isaaclab_sysid.rigid_body.log_cholesky import (
     bodies_from_log_cholesky,
     from_log_cholesky,

@@ -55,7 +55,7 @@ def test_one_atomic_json_writer_writes_non_finite_as_null(tmp_path):
     assert p == tmp_path / "x.json"
     assert json.loads(p.read_text()) == {"a": None, "b": [1.0, None], "c": [1, 2]}
     assert "NaN" not in p.read_text() and "Infinity" not in p.read_text()
-    import isaaclab_sysid.rigid_body.io as rb_io
+    import isaaclab_sysid.robots.identified as rb_io
 
-    assert not hasattr(rb_io, "jsonable")  # rigid_body/io.py uses the shared writer, it has no copy of the policy
+    assert not hasattr(rb_io, "jsonable")  # robots/identified.py uses the shared writer, it has no copy of the policy
     assert rb_io.atomic_write_json is atomic_write_json

@@ -12,7 +12,7 @@ from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.rigid_body.clie.starts import joint_start_from_fit
 from isaaclab_sysid.rigid_body.fit_seed import joint_terms_from_rb_params
-from isaaclab_sysid.rigid_body.io import RbParams, RbParamsError
+from isaaclab_sysid.robots.identified import RbParams, RbParamsError
 from isaaclab_sysid.rigid_body.options import RigidBodyError
 
 NAMES = [f"j{i + 1}" for i in range(3)]

@@ -13,7 +13,7 @@ from isaaclab_sysid.rigid_body.feasibility import (
     min_eigenvalues,
     reconstruct_standard,
 )
-from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal, save_nominal
+from isaaclab_sysid.robots.identified import NominalFileError, load_nominal, save_nominal
 from isaaclab_sysid.rigid_body.seeding import estimate_delay, friction_from_sweeps
 from rigid_body_twin import fourier_trajectory, twin
 

@@ -16,7 +16,7 @@ from conftest import load_script
 from isaaclab_sysid.rigid_body import pipeline
 from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
 from isaaclab_sysid.rigid_body.cli import IdentifyArgs, main_from_args
-from isaaclab_sysid.rigid_body.io import load_nominal
+from isaaclab_sysid.robots.identified import load_nominal
 from isaaclab_sysid.rigid_body.options import PipelineOptions, RigidBodyError
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
 from isaaclab_sysid.robots.regressor import Regressor, RegressorOptions

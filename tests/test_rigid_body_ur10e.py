@@ -9,7 +9,7 @@ import pytest
 from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
 from isaaclab_sysid.rigid_body.cli import IdentifyArgs, main_from_args
 from isaaclab_sysid.rigid_body.drive_gains import Payload, fit_payload, identify_drive_gains, predict_current
-from isaaclab_sysid.rigid_body.io import load_nominal
+from isaaclab_sysid.robots.identified import load_nominal
 from isaaclab_sysid.rigid_body.options import PipelineOptions
 from isaaclab_sysid.rigid_body.pipeline import (
     IdentificationData,

@@ -235,7 +235,7 @@ def test_seed_fit_carries_the_ls_offsets_into_the_torque_offset_start(robot, tmp
     point takes it when the group is fitted."""
     from isaaclab_sysid.fit.problem import build_space, start_point
     from isaaclab_sysid.rigid_body.fit_seed import build_seed, write_seed
-    from isaaclab_sysid.rigid_body.io import RbParams
+    from isaaclab_sysid.robots.identified import RbParams
 
     names = robot.joint_names
     std = {f"{j}.{t}": v for j in names for t, v in (("armature", 0.1), ("coulomb", 0.2), ("viscous", 0.3))}

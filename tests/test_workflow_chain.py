@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.arm_model import ArmModel, with_body_inertials
-from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal
+from isaaclab_sysid.robots.identified import NominalFileError, load_nominal
 from isaaclab_sysid.data.formats.ur10e import ur10e_dir
 from isaaclab_sysid.robots import load_robot
 
@@ -149,7 +149,7 @@ def test_a_rejected_estimate_is_a_verdict_and_the_fit_refuses_its_file(tmp_path)
 def test_an_engine_invalid_link_is_refused_on_reading_naming_link_moments_and_file(franka_rb, tmp_path):
     rb, _ = franka_rb
     rb_params = json.loads((rb / "rb_params.json").read_text())
-    from isaaclab_sysid.rigid_body.io import save_nominal
+    from isaaclab_sysid.robots.identified import save_nominal
     from isaaclab_sysid.robots.regressor import Regressor
 
     # the SDP's own link 7 (hand merged in) as the earlier writer wrote it: its link less the hand fails A + B >= C

@@ -109,7 +109,7 @@ def with_body_inertials(robot: Robot, bodies: dict[str, LinkInertial]) -> Robot:
     Raises:
         InertialError: a link override the replay engines would refuse or change (MuJoCo: ``A + B >= C``;
             :func:`~isaaclab_sysid.robots.overrides.engine_violation`), naming the link and its principal
-            moments; when ``bodies`` came from :func:`~isaaclab_sysid.rigid_body.io.load_nominal`, the file too.
+            moments; when ``bodies`` came from :func:`~isaaclab_sysid.robots.identified.load_nominal`, the file too.
     """
     source = getattr(bodies, "source", None)
     where = f"{source}: " if source is not None else ""

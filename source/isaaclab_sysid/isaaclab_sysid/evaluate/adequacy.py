@@ -25,7 +25,7 @@ data, from four diagnostics of the fitted candidate's joint-position residual
   (removing its expected variance, age_var x dq^2, still cried wolf on right models).
   Torque runs (``--replay torque``) are not judged either: their error grows with the
   time into each shooting window, not with the speed; their floor is the drift of the
-  measured start states (:mod:`isaaclab_sysid.evaluate.shooting_floor`).
+  measured start states (:mod:`isaaclab_sysid.fit.shooting_floor`).
 * **self-motion share** (redundant arms under task impedance): the share of the
   joint-error energy in the null space of the EE Jacobian at the measured q; the
   impedance law does not hold that motion, so what the model misses in friction

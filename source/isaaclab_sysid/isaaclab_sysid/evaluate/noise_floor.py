@@ -16,11 +16,11 @@ compares the fit runs' residual with this floor (``--noise_floor_from A.csv B.cs
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.fit.adequacy_record import NoiseFloor
 
 #: setpoints of two repeats must agree to this [rad, m, -] (CSV round-off of one schedule)
 SETPOINT_TOL = 1e-6
@@ -30,30 +30,6 @@ GAIN_RTOL = 1e-9
 
 class NotRepeatsError(ValueError):
     """Two runs given as repeats are not repeats of one excitation (the message is one line naming both)."""
-
-
-@dataclass(frozen=True)
-class NoiseFloor:
-    """A joint-position noise floor for the adequacy verdict.
-
-    Attributes:
-        pooled_mrad: the floor over every joint [mrad] (what the verdict compares the residual with).
-        per_joint_mrad: (N,) per-joint floor [mrad], or None (a single given number).
-        source: ``given`` (``--noise_floor_mrad``) or ``repeats`` (``--noise_floor_from``).
-        method: how it was obtained, in words (for the report and ``sysid_best_params.json``).
-        files: the repeat pairs' CSV paths ((A, B) per pair; empty for ``given``).
-    """
-
-    pooled_mrad: float
-    per_joint_mrad: list[float] | None
-    source: str
-    method: str
-    files: list[tuple[str, str]] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["files"] = [list(p) for p in self.files]
-        return d
 
 
 def check_repeats(a: Run, b: Run) -> None:

@@ -12,6 +12,30 @@ from dataclasses import asdict, dataclass, field
 
 
 @dataclass(frozen=True)
+class NoiseFloor:
+    """A joint-position noise floor for the adequacy verdict.
+
+    Attributes:
+        pooled_mrad: the floor over every joint [mrad] (what the verdict compares the residual with).
+        per_joint_mrad: (N,) per-joint floor [mrad], or None (a single given number).
+        source: ``given`` (``--noise_floor_mrad``) or ``repeats`` (``--noise_floor_from``).
+        method: how it was obtained, in words (for the report and ``sysid_best_params.json``).
+        files: the repeat pairs' CSV paths ((A, B) per pair; empty for ``given``).
+    """
+
+    pooled_mrad: float
+    per_joint_mrad: list[float] | None
+    source: str
+    method: str
+    files: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["files"] = [list(p) for p in self.files]
+        return d
+
+
+@dataclass(frozen=True)
 class AdequacyLimits:
     """Thresholds of the verdict (dimensionless ratios)."""
 

@@ -45,6 +45,7 @@ from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, RefineState
+from isaaclab_sysid.fit.shooting_floor import shooting_floor
 from isaaclab_sysid.fit.state import FitState
 from isaaclab_sysid.sim.shooting import backend_windows
 
@@ -197,8 +198,6 @@ def residual_evidence(objective: ReplayObjective, x: np.ndarray) -> tuple[float,
     fit_rms = float(np.sqrt(np.mean([np.mean(e**2) for e in errs]))) * 1e3
     windows = backend_windows(objective.backend, objective.runs)
     if windows is not None:  # a torque replay's floor is its start states' drift, not the white noise
-        from isaaclab_sysid.evaluate.shooting_floor import shooting_floor
-
         floor = shooting_floor(objective.runs, ro, windows, candidate=0).pooled_mrad
     else:
         floor = float(np.sqrt(np.mean([np.mean(white_floor(e) ** 2) for e in errs]))) * 1e3

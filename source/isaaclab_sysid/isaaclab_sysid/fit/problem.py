@@ -167,7 +167,7 @@ def build_robot(args: FitArgs, runs: Sequence[Run]) -> Robot:
             raise FitError(f"run {r.name} has {r.n_dof} joints, robot {robot.name} has {robot.n_dof}")
     if args.replay.nominal:
         from isaaclab_sysid.arm_model import with_body_inertials  # Pinocchio: only when asked
-        from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal
+        from isaaclab_sysid.robots.identified import NominalFileError, load_nominal
         from isaaclab_sysid.robots.overrides import InertialError
 
         path = nominal_file(args.replay.nominal)

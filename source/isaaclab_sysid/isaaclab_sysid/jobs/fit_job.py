@@ -26,7 +26,7 @@ import numpy as np
 from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest
 from isaaclab_sysid.evaluate.heldout import EvalResult, evaluate_params, write_eval_outputs
 from isaaclab_sysid.evaluate.noise_floor import resolve_noise_floor
-from isaaclab_sysid.evaluate.shooting_floor import shooting_floor
+from isaaclab_sysid.fit.shooting_floor import shooting_floor
 from isaaclab_sysid.evaluate.plots import plot_convergence, plot_evaluation
 from isaaclab_sysid.evaluate.html_report import convergence_figure, run_figures, write_html_report
 from isaaclab_sysid.evaluate.report import eval_report, fit_sections, write_report

@@ -143,7 +143,7 @@ def _fit(size: StudySize, rb_dir: Path, gains: np.ndarray, work: Path, log: Call
 def run_study(size: StudySize, work: Path, log: Callable[[str], None] = print) -> StudyResult:
     """LS, the replay fit seeded by it, and the three models scored on every validation file."""
     from isaaclab_sysid.arm_model import with_body_inertials
-    from isaaclab_sysid.rigid_body.io import load_nominal
+    from isaaclab_sysid.robots.identified import load_nominal
 
     work = Path(work)
     data = ur10e_dir()

@@ -18,7 +18,7 @@ from isaaclab_sysid.online.rls import FRICTION_TERMS, RLSOptions, TrackerError
 from isaaclab_sysid.online.signal import FrictionSignal, SignalOptions
 from isaaclab_sysid.online.track import TrackOptions, TrackResult, track
 from isaaclab_sysid.online.twin import DriftTwin, franka_drift, record_session
-from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal
+from isaaclab_sysid.robots.identified import NominalFileError, load_nominal
 from isaaclab_sysid.rigid_body.runs_input import robot_of
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.config import RobotConfigError

@@ -23,7 +23,7 @@ from isaaclab_sysid.payload.holds import HoldOptions, PayloadInputError
 from isaaclab_sysid.payload.identify import PayloadEstimate, PayloadOptions, identify_payload
 from isaaclab_sysid.payload.model import PayloadModel
 from isaaclab_sysid.payload.twin import PayloadTwin, hold_trajectory, record_payload_runs, wrist_motion
-from isaaclab_sysid.rigid_body.io import NominalFileError, load_nominal
+from isaaclab_sysid.robots.identified import NominalFileError, load_nominal
 from isaaclab_sysid.rigid_body.runs_input import robot_of
 from isaaclab_sysid.robots import LinkInertial, Robot, load_robot
 from isaaclab_sysid.robots.config import RobotConfigError

@@ -33,7 +33,7 @@ import numpy as np
 
 from isaaclab_sysid.data import Run
 from isaaclab_sysid.data.schema import TICK_HZ
-from isaaclab_sysid.rigid_body.io import RbParams
+from isaaclab_sysid.robots.identified import RbParams
 from isaaclab_sysid.rigid_body.seeding import DelayEstimate, estimate_delay
 from isaaclab_sysid.utils.atomic import atomic_write_text
 

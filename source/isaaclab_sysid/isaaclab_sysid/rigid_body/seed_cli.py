@@ -14,7 +14,7 @@ from pathlib import Path
 
 from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.rigid_body.fit_seed import FitSeed, build_seed, write_seed
-from isaaclab_sysid.rigid_body.io import RbParams
+from isaaclab_sysid.robots.identified import RbParams
 from isaaclab_sysid.rigid_body.options import require
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.config import RobotConfigError

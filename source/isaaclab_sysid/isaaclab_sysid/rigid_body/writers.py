@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.arm_model import engine_ready_bodies
-from isaaclab_sysid.rigid_body.io import ADMIT_FLAG, inertials_to_dict, save_nominal, write_rb_params
+from isaaclab_sysid.robots.identified import ADMIT_FLAG, inertials_to_dict, save_nominal, write_rb_params
 from isaaclab_sysid.rigid_body.pipeline import RigidBodyIdentification
 from isaaclab_sysid.rigid_body.report import plot_run, report_sections, write_report
 from isaaclab_sysid.robots import LinkInertial

@@ -69,7 +69,7 @@ def write_clie(out_dir: str | Path, obj: ClieObjective, result: ClieResult,
                scores: StageScores | None) -> dict[str, Path]:
     """Write ``clie.json``, ``nominal_inertials.json`` (the accepted set: ``--nominal`` of the joint fit)
     and ``fit_seed.json`` (the accepted joint terms and the delay: its ``--x0``) atomically."""
-    from isaaclab_sysid.rigid_body.io import save_nominal
+    from isaaclab_sysid.robots.identified import save_nominal
     from isaaclab_sysid.utils.atomic import atomic_write_json
 
     out = Path(out_dir)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.rigid_body.base_params import BaseParameters, compute_base_parameters
-from isaaclab_sysid.rigid_body.io import RbParams, RbParamsError
+from isaaclab_sysid.robots.identified import RbParams, RbParamsError
 from isaaclab_sysid.rigid_body.options import require, RigidBodyError
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions
 from isaaclab_sysid.robots.regressor import Regressor, RegressorOptions

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.evaluate.noise_floor import NoiseFloor
+from isaaclab_sysid.fit.adequacy_record import NoiseFloor
 from isaaclab_sysid.sim.interface import RunRollout
 from isaaclab_sysid.timebase import TICK_HZ
 

@@ -1,5 +1,6 @@
-"""Files: ``rb_params.json`` (:class:`RbParams`, its one reader and writer) and the link-inertial override
-(``--nominal FILE``).
+"""What the rigid-body identification says about a robot, as files: ``rb_params.json`` (:class:`RbParams`, its one
+reader and writer) and the link-inertial override (``--nominal FILE``). They live with the robot model (the fit, the
+export and the seeds read them; only ``rigid_body/`` writes them).
 
 Every file is written atomically with the shared :mod:`isaaclab_sysid.utils.atomic`
 (a temporary file in the same folder, fsync, then ``os.replace``). The override file holds, per link name, mass [kg], centre of
