@@ -7,9 +7,10 @@ Every ``import isaaclab_sysid.X`` / ``from isaaclab_sysid.X import ...`` in ``so
 counts, also those inside functions (marked ``lazy``: they still tie the layers together). Each module is given a
 layer by :func:`layer_of`, bottom to top:
 
-    base (timebase, paths, utils) -> data -> robots -> sim -> objective (fit's ParamSpace, FitResult, loss,
-    residuals, Jacobian, ...) -> fit (the search and what still sequences stages in fit/) -> stage (evaluate,
-    intervals, export and the other studies' packages) -> jobs (twin, benchmarking)
+    base (timebase, paths, utils) -> data -> robots -> ingest (importers: recordings into runs, with the robot
+    model) -> sim -> objective (fit's ParamSpace, FitResult, loss, residuals, Jacobian, ...) -> fit (the search)
+    -> stage (evaluate, intervals, export, tasks, twin and the other studies' packages) -> jobs (jobs,
+    benchmarking)
 
 An import from a lower layer of a module in a higher one is fine; the other way round "runs up a layer". A circle is a
 strongly connected set of units (top-level packages; fit/ split into its objective and search halves) in the graph of
@@ -27,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "source" / "isaaclab_sysid" / "isaaclab_sysid"
 PKG = "isaaclab_sysid"
 
-LAYERS = ("base", "data", "robots", "sim", "objective", "fit", "stage", "jobs")
+LAYERS = ("base", "data", "robots", "ingest", "sim", "objective", "fit", "stage", "jobs")
 #: fit/ modules that are the objective layer (the rest of fit/ is the search layer)
 OBJECTIVE = {"param_space", "result", "loss", "residuals", "jacobian", "objective", "errors", "replay_facts",
              "tracking", "config", "state_age_source", "torque_replay", "adequacy_record", "torque_noise", "shooting_floor"}
@@ -35,6 +36,7 @@ UNIT_LAYER = {
     "__init__": "base", "timebase": "base", "paths": "base", "utils": "base",
     "data": "data",
     "robots": "robots", "arm_model": "robots",
+    "importers": "ingest",
     "sim": "sim", "tasks": "stage",
     "fit.objective": "objective", "fit.search": "fit",
     "rigid_body": "stage", "evaluate": "stage", "intervals": "stage", "export": "stage", "excitation": "stage",

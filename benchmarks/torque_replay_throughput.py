@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from isaaclab_sysid.data import read_run
-from isaaclab_sysid.data.torque_runs import TorqueSource, torque_run
+from isaaclab_sysid.importers.torque_runs import TorqueSource, torque_run
 from isaaclab_sysid.paths import REPO_ROOT
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions

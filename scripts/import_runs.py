@@ -24,7 +24,7 @@ from typing import Literal
 import tyro
 
 from isaaclab_sysid.data import RunFormatError
-from isaaclab_sysid.data.importers import ImportDependencyError, import_runs
+from isaaclab_sysid.importers import ImportDependencyError, import_runs
 
 
 @dataclass

@@ -24,7 +24,7 @@ import tyro
 
 from isaaclab_sysid.data import RunFormatError, read_runs_hdf5
 from isaaclab_sysid.data.formats.csv_run import read_run_pieces
-from isaaclab_sysid.data.importers.common import write_imported
+from isaaclab_sysid.importers.common import write_imported
 from isaaclab_sysid.data.run import Run
 
 

@@ -13,7 +13,7 @@ pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 
 from isaaclab_sysid.data import RunFormatError, read_run  # noqa: E402
-from isaaclab_sysid.data.importers import import_runs  # noqa: E402
+from isaaclab_sysid.importers import import_runs  # noqa: E402
 
 N = 7
 Q0 = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
@@ -130,9 +130,9 @@ SO_UNITS = ["range_m100_100"] * 5 + ["range_0_100"]  # LeRobot's defaults (use_d
 
 def write_so101(root: Path, tmp: Path, units=SO_UNITS, episodes=(90, 60), drive=(0, 1, 0, 0, 1, 0)):
     """An SO-101 dataset in LeRobot's units with its calibration file; returns the true angles [rad] per episode."""
-    from isaaclab_sysid.data.importers.lerobot_dataset import (Episode, json_calibration, write_calibration,
+    from isaaclab_sysid.importers.lerobot_dataset import (Episode, json_calibration, write_calibration,
                                                                write_lerobot_dataset)
-    from isaaclab_sysid.data.importers.lerobot_units import MotorCalibration, from_radians
+    from isaaclab_sysid.importers.lerobot_units import MotorCalibration, from_radians
 
     cal = json_calibration(SO101, [2047, 2100, 1990, 2050, 2048, 2300], [1300, 1150, 1100, 1080, 1800, 700], drive)
     write_calibration(tmp / "so101_follower.json", cal)
@@ -179,7 +179,7 @@ def test_so101_normalized_range_with_calibration(tmp_path):
 
 def test_servo_degrees_undo_lerobots_4095(tmp_path):
     """LeRobot's degrees are (raw - mid) 360 / 4095 while a turn is 4096 counts: 90 deg is 0.99976 x pi/2."""
-    from isaaclab_sysid.data.importers.lerobot_units import from_radians, to_radians
+    from isaaclab_sysid.importers.lerobot_units import from_radians, to_radians
 
     assert to_radians(np.array(90.0), "servo_deg") == pytest.approx(np.pi / 2 * 4095 / 4096, rel=1e-15)
     x = np.linspace(-2, 2, 9)

@@ -14,7 +14,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 from rosbags.typesys import Stores, get_typestore  # noqa: E402
 
 from isaaclab_sysid.data import RunFormatError, read_run  # noqa: E402
-from isaaclab_sysid.data.importers import import_runs  # noqa: E402
+from isaaclab_sysid.importers import import_runs  # noqa: E402
 
 N = 7
 Q0 = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from isaaclab_sysid.data import RunFormatError, read_run
-from isaaclab_sysid.data.importers import import_runs
+from isaaclab_sysid.importers import import_runs
 from isaaclab_sysid.paths import REPO_ROOT
 from isaaclab_sysid.robots import load_robot
 
@@ -173,7 +173,7 @@ def test_cli(tmp_path):
 
 
 def test_missing_optional_dependency_names_the_extra():
-    from isaaclab_sysid.data.importers.common import ImportDependencyError, require
+    from isaaclab_sysid.importers.common import ImportDependencyError, require
 
     with pytest.raises(ImportDependencyError) as exc:
         require("rosbags_not_installed_here", "rosbag2")

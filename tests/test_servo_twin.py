@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from isaaclab_sysid.data.importers import import_runs
+from isaaclab_sysid.importers import import_runs
 from isaaclab_sysid.excitation.servo_design import ServoDesignSpec, ServoNominal, servo_multisine, servo_preflight
 from isaaclab_sysid.fit.param_space import GROUPS
 from isaaclab_sysid.robots import load_robot

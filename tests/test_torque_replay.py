@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.data import read_run
-from isaaclab_sysid.data.torque_runs import TorqueRunError, TorqueSource, torque_run
+from isaaclab_sysid.importers.torque_runs import TorqueRunError, TorqueSource, torque_run
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.jobs.fit_job import run_fit

@@ -14,7 +14,7 @@ import numpy as np
 
 from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.data.torque_runs import TorqueRunError, TorqueSource, read_ur10e_torque_run, torque_run
+from isaaclab_sysid.importers.torque_runs import TorqueRunError, TorqueSource, read_ur10e_torque_run, torque_run
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.torque_noise import torque_noise

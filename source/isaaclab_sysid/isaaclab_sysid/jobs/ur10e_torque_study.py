@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.data.torque_runs import TorqueSource, read_ur10e_torque_run
+from isaaclab_sysid.importers.torque_runs import TorqueSource, read_ur10e_torque_run
 from isaaclab_sysid.evaluate.window_scores import WindowScore, window_scores
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.jobs.fit_job import run_fit

@@ -5,7 +5,7 @@ holds the first setpoint. A 50 Hz log's setpoint k takes effect at tick 20 k and
 is held for 20 ticks; a 1 kHz log's setpoints take effect at their stamped tick.
 The state of row i is sampled at ``sample_ticks[i]`` (before that tick's step).
 
-A torque run (``controller = "torque"``, :mod:`isaaclab_sysid.data.torque_runs`) has no
+A torque run (``controller = "torque"``, :mod:`isaaclab_sysid.importers.torque_runs`) has no
 setpoints: its schedule carries the measured torque on every tick and the measured
 states that start its shooting windows (:mod:`isaaclab_sysid.sim.shooting`).
 """

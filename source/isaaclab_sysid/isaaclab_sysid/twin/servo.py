@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.data.importers.lerobot_dataset import Episode, json_calibration, write_calibration, write_lerobot_dataset
-from isaaclab_sysid.data.importers.lerobot_units import COUNTS_PER_TURN, MotorCalibration, from_radians
+from isaaclab_sysid.importers.lerobot_dataset import Episode, json_calibration, write_calibration, write_lerobot_dataset
+from isaaclab_sysid.importers.lerobot_units import COUNTS_PER_TURN, MotorCalibration, from_radians
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.robot import Robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
@@ -157,7 +157,7 @@ def record_servo_twin(robot: Robot, target: Run, truth: ServoTruth, seed: int = 
                                state_age_ms=int(truth.state_age_max_ms),
                                summary={"recorder": "isaaclab_sysid servo twin", "seed": int(seed)})
     z = np.full((len(rows), n), np.nan)
-    from isaaclab_sysid.data.importers.common import ee_poses
+    from isaaclab_sysid.robots.kinematics import ee_poses
 
     pos, quat = ee_poses(robot, q)
     return dataclasses.replace(tgt, name=name or target.name, meta=meta, t=t, q=q, dq=dq, ee_pos=pos, ee_quat=quat,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.data.importers.run_import import import_runs
+from isaaclab_sysid.importers.run_import import import_runs
 from isaaclab_sysid.excitation.servo_design import ServoDesignSpec, servo_multisine
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.twin.servo import SO101_CAL_MIDS, SO101_TRUTH, ServoTruth, record_servo_twin, write_twin_dataset

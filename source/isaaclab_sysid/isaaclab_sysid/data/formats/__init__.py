@@ -7,5 +7,5 @@
 * :mod:`.ur10e`: the real UR10e logs in ``shared/data/ur10e`` (no header, 31 columns) and their authors' parameters.
 
 Recordings in other formats (ROS 2 bags, LeRobot datasets, tables) are converted into runs by
-:mod:`isaaclab_sysid.data.importers`; :func:`isaaclab_sysid.data.read_runs` is the one reader of a list of runs.
+:mod:`isaaclab_sysid.importers`; :func:`isaaclab_sysid.data.read_runs` is the one reader of a list of runs.
 """

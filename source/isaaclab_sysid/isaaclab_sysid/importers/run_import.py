@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from isaaclab_sysid.data.importers.common import FORMATS, ImportReport, assemble_runs, load_import_spec, write_imported
+from isaaclab_sysid.importers.common import FORMATS, ImportReport, assemble_runs, load_import_spec, write_imported
 from isaaclab_sysid.data.run import Run
 
 
@@ -31,15 +31,15 @@ def import_runs(
     robot = load_robot(spec.robot)
     src = Path(src)
     if fmt == "table":
-        from isaaclab_sysid.data.importers.table import read_table
+        from isaaclab_sysid.importers.table import read_table
 
         streams, rate = [read_table(src, spec, robot.n_dof)], None
     elif fmt in ("rosbag2", "mcap"):
-        from isaaclab_sysid.data.importers.rosbag import read_bag
+        from isaaclab_sysid.importers.rosbag import read_bag
 
         streams, rate = [read_bag(src, spec, robot, fmt)], None
     else:
-        from isaaclab_sysid.data.importers.lerobot import read_lerobot
+        from isaaclab_sysid.importers.lerobot import read_lerobot
 
         streams, rate = read_lerobot(src, spec, robot.n_dof)
     state_age = spec.features.get("state_age_ms") if fmt == "lerobot" else None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.data.importers.common import require
+from isaaclab_sysid.importers.common import require
 from isaaclab_sysid.utils.atomic import atomic_path, atomic_write_json
 
 

@@ -1,13 +1,13 @@
 """Importers: other recordings (ROS 2 bags / MCAP, LeRobot datasets, plain tables) into the project's schema 1.
 
 ``scripts/import_runs.py SRC --format F --mapping MAP.yaml --out DIR`` (docs/data_format.md, "Importers").
-Each importer reads its source into :class:`~isaaclab_sysid.data.importers.common.Streams`; the shared
-:func:`~isaaclab_sysid.data.importers.common.assemble_runs` repairs and validates them, and
-:func:`~isaaclab_sysid.data.importers.common.write_imported` writes all or nothing. The ROS 2 and
+Each importer reads its source into :class:`~isaaclab_sysid.importers.common.Streams`; the shared
+:func:`~isaaclab_sysid.importers.common.assemble_runs` repairs and validates them, and
+:func:`~isaaclab_sysid.importers.common.write_imported` writes all or nothing. The ROS 2 and
 LeRobot readers need the ``[import]`` extra (rosbags, pyarrow).
 """
 
-from isaaclab_sysid.data.importers.common import (
+from isaaclab_sysid.importers.common import (
     FORMATS,
     ImportDependencyError,
     ImportReport,
@@ -17,7 +17,7 @@ from isaaclab_sysid.data.importers.common import (
     load_import_spec,
     write_imported,
 )
-from isaaclab_sysid.data.importers.run_import import import_runs
+from isaaclab_sysid.importers.run_import import import_runs
 
 __all__ = [
     "FORMATS",

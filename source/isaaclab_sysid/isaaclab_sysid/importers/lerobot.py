@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.data.errors import RunFormatError
-from isaaclab_sysid.data.importers.common import ImportSpec, Streams, require
-from isaaclab_sysid.data.importers.lerobot_units import NEEDS_CALIBRATION, UNITS, read_calibration, to_radians
+from isaaclab_sysid.importers.common import ImportSpec, Streams, require
+from isaaclab_sysid.importers.lerobot_units import NEEDS_CALIBRATION, UNITS, read_calibration, to_radians
 
 REQUIRED_COLUMNS = ("timestamp", "episode_index")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.data.errors import RunFormatError
-from isaaclab_sysid.data.importers.common import ImportSpec, Streams, require
+from isaaclab_sysid.importers.common import ImportSpec, Streams, require
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from isaaclab_sysid.data.errors import RunFormatError
-from isaaclab_sysid.data.importers.common import TIME_UNITS, ImportSpec, Streams, require
+from isaaclab_sysid.importers.common import TIME_UNITS, ImportSpec, Streams, require
 
 
 def _names(spec: ImportSpec, key: str, n: int, required: bool = True) -> list[str] | None:

@@ -247,26 +247,6 @@ def _check_finite(s: Streams) -> None:
             raise _err(s, i, names[j] if j < len(names) else sig, f"non-finite value {arr[i, j]}")
 
 
-def ee_poses(robot, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(T, 3) EE positions and (T, 4) xyzw orientations (w >= 0) at the robot's EE point."""
-    import pinocchio as pin
-
-    from isaaclab_sysid.robots.robot import EE_NAME
-
-    model = robot.build_pinocchio()
-    data = model.createData()
-    fid = model.getFrameId(EE_NAME)
-    pos, quat = np.empty((len(q), 3)), np.empty((len(q), 4))
-    for i, qi in enumerate(q):
-        pin.framesForwardKinematics(model, data, qi)
-        m = data.oMf[fid]
-        pos[i] = m.translation
-        qq = pin.Quaternion(m.rotation)
-        quat[i] = [qq.x, qq.y, qq.z, qq.w]
-    quat[quat[:, 3] < 0] *= -1
-    return pos, quat
-
-
 def assemble_runs(s: Streams, spec: ImportSpec, robot, fmt: str, rate_hz: float | None = None) -> tuple[list[Run], ImportReport]:
     """Repair and validate one recording into runs (module docstring); nothing is written here.
 
@@ -356,6 +336,8 @@ def assemble_runs(s: Streams, spec: ImportSpec, robot, fmt: str, rate_hz: float 
 
 
 def _make_run(name: str, t: np.ndarray, a: Mapping[str, np.ndarray | None], spec: ImportSpec, robot, rate: float) -> Run:
+    from isaaclab_sysid.robots.kinematics import ee_poses  # Pinocchio: only when a run is built
+
     q = np.ascontiguousarray(a["q"])
     pos, quat = ee_poses(robot, q)
     targets = np.asarray(a["targets"], dtype=float)

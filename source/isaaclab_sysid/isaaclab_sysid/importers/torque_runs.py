@@ -120,7 +120,7 @@ def read_ur10e_torque_run(path: str | Path, source: TorqueSource, robot, max_cor
     Raises:
         TorqueRunError: unreadable file (row and column named), missing signal, wrong joint count.
     """
-    from isaaclab_sysid.data.importers.common import ee_poses
+    from isaaclab_sysid.robots.kinematics import ee_poses
     from isaaclab_sysid.data.formats.ur10e import UR10eDataError, load_ur10e_csv
 
     path = Path(path)
