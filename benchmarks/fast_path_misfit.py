@@ -8,7 +8,12 @@ with the full-size budgets (CMA-ES 64 x 40, LM 10 iterations per phase).
     python benchmarks/fast_path_misfit.py
 """
 
-import time, tempfile, numpy as np
+import argparse
+import tempfile
+import time
+
+import numpy as np
+
 from isaaclab_sysid.benchmarking import peers
 from isaaclab_sysid.evaluate.adequacy import assess
 from isaaclab_sysid.fit.fast_path import FastPathSettings, evidence_line
@@ -21,6 +26,7 @@ from isaaclab_sysid.sim.interface import ReplayOptions
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
 from isaaclab_sysid.evaluate.heldout import evaluate_params
 
+argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
 robot = load_robot("franka_panda")
 work = peers.workload(robot, "joint_pd", peers.FULL, static_over_coulomb=2.0)
 space = peers.space_of(robot)
