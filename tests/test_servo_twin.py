@@ -102,8 +102,8 @@ def test_gen_servo_traj_writes_a_readable_target_and_its_preflight(tmp_path):
     from isaaclab_sysid.data import read_run
 
     mod = load_script("gen_servo_traj")
-    rc = mod.main(mod.Args(out=tmp_path, name="d", duration_s=4.0, f_min_hz=0.25, n_sines=2, speed_max_rad_s=1.0,
-                           step_hold_s=0.3))
+    rc = mod.main(mod.Args(out=tmp_path, name="d", design=mod.ServoDesignSpec(
+        duration_s=4.0, f_min_hz=0.25, n_sines=2, speed_max_rad_s=1.0, step_hold_s=0.3)))
     run = read_run(tmp_path / "d.csv")
     assert rc == 0 and run.meta.control_rate_hz == 30 and np.isnan(run.meta.kp).all()
     pf = json.loads((tmp_path / "d_preflight.json").read_text())

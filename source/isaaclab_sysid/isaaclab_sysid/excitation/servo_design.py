@@ -29,35 +29,37 @@ from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 
 @dataclass(frozen=True)
 class ServoDesignSpec:
-    """The multisine design (units in the names).
+    """The multisine design (units in the names); ``scripts/gen_servo_traj.py`` takes its fields as flags.
 
-    Attributes:
-        duration_s: run length [s]; fps: frame rate of the commands [Hz] (LeRobot: 30).
-        f_min_hz, f_max_hz: the band the sines are drawn from [Hz] (f_max below fps / 2).
-        n_sines: sines per joint.
-        range_frac: peak excursion as a fraction of each joint's half range (about the centre).
-        speed_max_rad_s: peak commanded joint speed [rad/s].
-        fade_s: raised-cosine fade in and out [s].
-        step_rad, step_hold_s: after the multisine each joint in turn steps by +step_rad, holds, steps back and
-            holds [rad, s] (0: no steps). A step far enough to saturate the servo gives the replay its one
-            absolute torque scale where gravity gives none (shoulder_pan, wrist_roll, the gripper): with the
-            torque at its limit the acceleration measures the inertia, not inertia over kp.
-        centre: (N,) centre pose [rad]; None = the middle of the limits.
-        seed: phase seed (Schroeder phases + a seeded rotation).
+    After the multisine each joint in turn steps by +step_rad, holds, steps back and holds. A step far enough to
+    saturate the servo gives the replay its one absolute torque scale where gravity gives none (shoulder_pan,
+    wrist_roll, the gripper): with the torque at its limit the acceleration measures the inertia, not inertia over kp.
     """
 
     duration_s: float = 20.0
+    """Length of the multisine [s] (the steps follow it)."""
     fps: float = 30.0
+    """Frame rate of the commands [Hz] (LeRobot records at 30)."""
     f_min_hz: float = 0.1
+    """Lowest sine [Hz]."""
     f_max_hz: float = 6.0
+    """Highest sine [Hz] (below fps / 2)."""
     n_sines: int = 6
+    """Sines per joint (each joint its own frequencies)."""
     range_frac: float = 0.3
+    """Peak excursion as a fraction of each joint's half range (about the centre)."""
     speed_max_rad_s: float = 1.5
+    """Peak commanded joint speed [rad/s]."""
     fade_s: float = 1.0
+    """Raised-cosine fade in and out [s]."""
     step_rad: float = 0.3
+    """Saturating step per joint after the multisine [rad] (0: none)."""
     step_hold_s: float = 0.8
+    """Hold after each step edge [s]."""
     centre: tuple[float, ...] | None = None
+    """(N,) centre pose [rad]; None: the middle of the limits."""
     seed: int = 0
+    """Phase seed (Schroeder phases + a seeded rotation)."""
 
     def __post_init__(self) -> None:
         if not (0 < self.f_min_hz < self.f_max_hz < 0.5 * self.fps):
