@@ -80,20 +80,34 @@ class StaticFrictionTest:
         return asdict(self)
 
 
-def augmented_space(space: ParamSpace) -> ParamSpace | None:
-    """``space`` with its Coulomb ``friction`` replaced by ``mu_static`` and ``dynamic_ratio`` (None if not applicable)."""
+def augmented_space(space: ParamSpace, mu_static_bounds: tuple[float, float] | None = None,
+                    dynamic_ratio_bounds: tuple[float, float] | None = None) -> ParamSpace | None:
+    """``space`` with its Coulomb ``friction`` replaced, in place, by ``mu_static`` and ``dynamic_ratio`` (every other
+    group and its bounds kept; None if not applicable). Bounds: the given ones, else the defaults widened to hold
+    the friction group's."""
     names = space.group_names
     if "friction" not in names or "mu_static" in names or "dynamic_ratio" in names:
         return None
     groups = []
     for g in space.groups:
         if g.name == "friction":
-            groups.append(GroupSpec("mu_static", min(DEFAULT_BOUNDS["mu_static"][0], g.lower),
-                                    max(DEFAULT_BOUNDS["mu_static"][1], g.upper)))
-            groups.append(GroupSpec("dynamic_ratio", *DEFAULT_BOUNDS["dynamic_ratio"]))
+            ms = mu_static_bounds or (min(DEFAULT_BOUNDS["mu_static"][0], g.lower),
+                                      max(DEFAULT_BOUNDS["mu_static"][1], g.upper))
+            groups.append(GroupSpec("mu_static", *map(float, ms)))
+            groups.append(GroupSpec("dynamic_ratio", *map(float, dynamic_ratio_bounds or DEFAULT_BOUNDS["dynamic_ratio"])))
         else:
             groups.append(g)
     return ParamSpace(groups, space.n_dof, space.joint_names)
+
+
+def coulomb_as_static(space: ParamSpace, x: np.ndarray, aug: ParamSpace) -> np.ndarray:
+    """(D',) the Coulomb-model vector ``x`` (D,) of ``space`` in :func:`augmented_space` ``aug``: ``mu_static`` = the
+    friction, ``dynamic_ratio`` = 1 (exactly the Coulomb model), every other group as it is; clipped to the bounds."""
+    dec = space.decode(np.asarray(x, dtype=float))
+    vals = {k: v for k, v in dec.items() if k != "friction"}
+    vals["mu_static"] = dec["friction"]
+    vals["dynamic_ratio"] = np.ones(space.n_dof)
+    return aug.normalize(vals)
 
 
 def static_friction_test(backend: ReplayBackend, space: ParamSpace, x0: np.ndarray, runs: Sequence[Run],
@@ -107,11 +121,7 @@ def static_friction_test(backend: ReplayBackend, space: ParamSpace, x0: np.ndarr
     aug = augmented_space(space)
     if aug is None or "mu_static" not in backend.supported_groups or any(is_torque_run(r) for r in runs):
         return None
-    dec = space.decode(np.asarray(x0, dtype=float))
-    vals = {k: v for k, v in dec.items() if k != "friction"}
-    vals["mu_static"] = dec["friction"]
-    vals["dynamic_ratio"] = np.ones(space.n_dof)
-    xa = aug.normalize(vals)
+    xa = coulomb_as_static(space, x0, aug)
     sens = sensitivity(ReplayObjective(aug, backend, list(runs), weights, traj_weights), xa, profile_delay=False)
     labels = aug.labels()
     tested_labels = [labels[i] for i in range(*aug.slice("dynamic_ratio").indices(aug.dim))]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest
+from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest, augmented_space, coulomb_as_static
 from isaaclab_sysid.evaluate.heldout import EvalResult, evaluate_params, write_eval_outputs
 from isaaclab_sysid.evaluate.noise_floor import resolve_noise_floor
 from isaaclab_sysid.fit.shooting_floor import shooting_floor
@@ -49,8 +49,6 @@ from isaaclab_sysid.jobs.model_choice import (
     score_test,
     worth_refit,
     static_groups,
-    static_space,
-    static_start,
 )
 from isaaclab_sysid.sim.interface import UnsupportedParameterError
 from isaaclab_sysid.sim.shooting import backend_windows
@@ -120,8 +118,8 @@ def _auto_friction(args: FitArgs, problem: FitProblem, search: Search, coulomb: 
     else:
         static_args = copy.deepcopy(args)
         static_args.params.fit_groups = ",".join(static_groups(groups))
-        space = static_space(coulomb.space, args.params.mu_static_bounds, args.params.dynamic_ratio_bounds)
-        x0 = static_start(coulomb.space, coulomb.best_x, space)
+        space = augmented_space(coulomb.space, args.params.mu_static_bounds, args.params.dynamic_ratio_bounds)
+        x0 = coulomb_as_static(coulomb.space, coulomb.best_x, space)
         log(f"--fit_groups auto: refitting with {static_args.params.fit_groups} from the Coulomb optimum")
         refit, static = _search(static_args, dataclasses.replace(problem, space=space), log,
                                 run_dir=_mkdir(run_dir / "static_friction"), x0=x0, refit=True)

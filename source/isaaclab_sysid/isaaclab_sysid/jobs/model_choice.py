@@ -29,10 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
 from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest, static_friction_test
-from isaaclab_sysid.fit.param_space import GroupSpec, ParamSpace
 from isaaclab_sysid.fit.problem import FitProblem
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.sim.shooting import is_torque_run
@@ -135,27 +132,3 @@ def decide(coulomb: FitResult, test: StaticFrictionTest | None, loss_static: flo
     why = ("no evidence for static friction: kept Coulomb" if loss_static is not None else
            f"no evidence for static friction (the forecast is under {50 * margin:.0f} %: no refit): kept Coulomb")
     return FrictionChoice(groups, groups, False, why, loss_coulomb=lc, loss_static=loss_static, margin=margin, **z)
-
-
-def static_space(coulomb: ParamSpace, mu_static_bounds: tuple[float, float],
-                 dynamic_ratio_bounds: tuple[float, float]) -> ParamSpace:
-    """``coulomb`` with its ``friction`` group replaced by the static group (the given bounds), every other group
-    (and its bounds) kept, in place."""
-    groups: list[GroupSpec] = []
-    for g in coulomb.groups:
-        if g.name == "friction":
-            groups += [GroupSpec("mu_static", *map(float, mu_static_bounds)),
-                       GroupSpec("dynamic_ratio", *map(float, dynamic_ratio_bounds))]
-        else:
-            groups.append(g)
-    return ParamSpace(groups, coulomb.n_dof, list(coulomb.joint_names))
-
-
-def static_start(coulomb: ParamSpace, x: np.ndarray, static: ParamSpace) -> np.ndarray:
-    """(D',) the Coulomb optimum ``x`` (D,) in the static space: ``mu_static`` = friction, ``dynamic_ratio`` = 1
-    (exactly the Coulomb model), every other group as fitted; clipped to ``static``'s bounds."""
-    dec = coulomb.decode(np.asarray(x, dtype=float))
-    vals = {k: v for k, v in dec.items() if k != "friction"}
-    vals["mu_static"] = dec["friction"]
-    vals["dynamic_ratio"] = np.ones(coulomb.n_dof)
-    return static.normalize(vals)
