@@ -74,6 +74,11 @@ def channel_scales(runs: Sequence[Run], mode: str = "none") -> dict[str, tuple[f
     return out
 
 
+def _scaled(e: np.ndarray, scale: tuple[float, ...] | None) -> np.ndarray:
+    """``e`` (..., N) times the per-joint ``scale`` (no pass over ``e`` when there is none)."""
+    return e if scale is None else e * np.asarray(scale)
+
+
 def run_loss(rollout: RunRollout, run: Run, weights: LossWeights = LossWeights()) -> tuple[np.ndarray, np.ndarray]:
     """Loss (P,) of each candidate on one run, and its divergence flags (P,).
 
@@ -81,8 +86,8 @@ def run_loss(rollout: RunRollout, run: Run, weights: LossWeights = LossWeights()
     losses are capped at the penalty so a diverged candidate never ranks better.
     """
     with np.errstate(all="ignore"):
-        e_q = np.mean((weights.scale("q") * (rollout.q - run.q[None])) ** 2, axis=(1, 2))
-        e_dq = np.mean((weights.scale("dq") * (rollout.dq - run.dq[None])) ** 2, axis=(1, 2))
+        e_q = np.mean(_scaled(rollout.q - run.q[None], weights.q_scale) ** 2, axis=(1, 2))
+        e_dq = np.mean(_scaled(rollout.dq - run.dq[None], weights.dq_scale) ** 2, axis=(1, 2))
         e_x = np.mean((rollout.ee_pos - run.ee_pos[None]) ** 2, axis=(1, 2))
         loss = weights.w_q * e_q + weights.w_dq * e_dq + weights.w_x * e_x
     diverged = np.asarray(rollout.diverged, dtype=bool) | ~np.isfinite(loss)
