@@ -50,9 +50,10 @@ def read_runs(paths: Sequence[str | Path], sidecars: Sequence[str | Path | None]
             runs.append(reader(str(p), None if side is None else str(side)))
         else:
             runs.append(read_run(p, side, admit_abort=admit_abort))
-    names = [r.name for r in runs]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise RunFormatError(str(paths[names.index(dup[0])] if len(paths) == len(runs) else paths[0]), None, "name",
-                             f"two {what} runs share the name {dup[0]!r}; rename one file")
+    seen: dict[str, str] = {}
+    for r in runs:
+        if r.name in seen:
+            raise RunFormatError(str(r.source), None, "name", f"two {what} runs share the name {r.name!r} (the other: "
+                                 f"{seen[r.name]}); rename one file")
+        seen[r.name] = str(r.source)
     return runs
