@@ -1,0 +1,589 @@
+"""The fitted model as an MJCF file that plain MuJoCo loads, and the proof that it replays like the fit.
+
+``write_mjcf`` writes the arm the fit replayed (the robot's MuJoCo model: same bodies,
+inertials, joint limits, 1 ms step) with the fitted joint physics and the actuator:
+
+* per joint ``armature`` [kg m^2], ``frictionloss`` [N m] (the Coulomb level; with the
+  static-friction groups the sliding level ``dynamic_ratio x mu_static``) and
+  ``damping`` [N m s/rad] (the fitted ``viscous``);
+* **a position servo** (a fit with ``kp``, ``kd`` or ``encoder_offset``): one ``general``
+  actuator per joint, ``force = kp ctrl - kp encoder_offset - kp q - kd dq``
+  (``gainprm = kp``, ``biasprm = [-kp offset, -kp, -kd]``), i.e. the servo's
+  ``kp (q* - (q + offset)) - kd dq`` with ``ctrl`` the servo's setpoint q* [rad] in its
+  encoder's frame, and ``forcerange`` = the torque limit [N m], ``forcelimited`` when the
+  fit clamped (``--torque_clamp``). The option ``integrator="Euler"``: MuJoCo's Euler
+  integrates the joint damping implicitly, as the fit's ``implicitfast`` does, but applies
+  an actuator's velocity term ``-kd dq`` explicitly, as the fit's replay does (under
+  ``implicitfast`` MuJoCo would integrate ``kd`` implicitly: another discrete-time model);
+* **every other fit** (torque-controlled arms: the Franka's task impedance, a joint PD
+  whose gains the runs state): one ``motor`` actuator per joint (``ctrl`` = joint torque
+  [N m], gear 1), ``forcerange`` = the torque limit, limited when the fit clamped; the
+  controller stays outside the model (it is the run's, not the arm's), integrator
+  ``implicitfast`` as in the fit;
+* gravity -9.81 m/s^2 along -z (the physical arm); a run of an arm that compensated its
+  gravity is replayed with gravity off, as the fit replays it.
+
+What MJCF cannot hold is written as ``<custom>`` elements of the same file (``numeric``
+``sysid_*``, read back by :func:`read_facts`) and said in its ``text`` element
+``sysid_note``: the **delay** (ticks of 1 ms: the servo's setpoint, or the motor's torque,
+acts that many ticks late; the first setpoint is held before the run starts), the
+**Stribeck static friction** (``sysid_mu_static``, ``sysid_stribeck_velocity``: the
+frictionloss is ``Fc + (Fs - Fc) exp(-(v / vs)^2)``, set from the joint velocity before
+every step), the **encoder offset** (``sysid_encoder_offset``: in the actuator's bias,
+and the logged angle is ``q + offset``), the **zero-order hold** of a 30 fps servo log
+(each frame's setpoint held until the next: that is the run's schedule, not the arm), and
+the torque **slew limit** (``sysid_slew_per_tick`` when the fit used it). A driver that
+loads the file (:func:`replay_mjcf`) applies them exactly as the fit's replay does.
+
+Numbers are written with 17 significant digits (MuJoCo's own writer keeps 6, which moves
+a 10 s replay by more than 1e-6 rad): :func:`_precise_xml`.
+
+:func:`check_mjcf` loads the written file with ``mujoco.MjModel.from_xml_path`` and nothing
+else of this package's model code, replays runs tick by tick in Python
+(``mj_step1``, the setpoint or controller, ``mj_step2``) and compares with the fit's own
+MuJoCo replay (``sim/mujoco_backend.py``, the native loop) of the fitted parameters: the
+largest |q difference| [rad] over every sample of every run, which must be <= 1e-6.
+Torque runs (``--replay torque``, shooting windows) are not replayed by the driver yet.
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.robots.overrides import JointOverrides
+from isaaclab_sysid.robots.robot import EE_NAME, Robot
+from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions, candidate_arrays, replay_gravity
+from isaaclab_sysid.sim.mujoco_backend import GRAVITY, MujocoBackend
+from isaaclab_sysid.sim.reference import orientation_error
+from isaaclab_sysid.sim.schedule import RunSchedule, schedule_of
+from isaaclab_sysid.sim.servo import SERVO_GROUPS, servo_arrays
+from isaaclab_sysid.timebase import TICK_S
+from isaaclab_sysid.utils.atomic import atomic_write_text
+
+#: required agreement of the MJCF replay with the fit's own replay [rad]
+MJCF_TOL_RAD = 1e-6
+#: prefix of the custom numeric/text elements this module writes
+PREFIX = "sysid_"
+#: actuator name of joint j: ``<PREFIX>act_<joint>``
+ACT_PREFIX = PREFIX + "act_"
+
+
+class MjcfError(ValueError):
+    """A fit or run the MJCF export cannot represent, or a file that is not this module's (one line)."""
+
+
+@dataclass(frozen=True)
+class FittedJoints:
+    """The fitted candidate as the fit's replay takes it (groups not fitted at the backend's nominal 0).
+
+    Attributes:
+        armature, friction, viscous: (N,) kg m^2, N m (the sliding Coulomb level), N m s/rad.
+        delay: ticks of 1 ms.
+        mu_static, stribeck_velocity: (N,) N m, rad/s, or None (one Coulomb level).
+        kp, kd, encoder_offset: (N,) N m/rad, N m s/rad, rad, or None (not fitted).
+    """
+
+    armature: np.ndarray
+    friction: np.ndarray
+    viscous: np.ndarray
+    delay: int
+    mu_static: np.ndarray | None = None
+    stribeck_velocity: np.ndarray | None = None
+    kp: np.ndarray | None = None
+    kd: np.ndarray | None = None
+    encoder_offset: np.ndarray | None = None
+
+    @property
+    def servo(self) -> bool:
+        """Whether the fit is of a position servo (its gains or encoder offset fitted)."""
+        return any(getattr(self, g) is not None for g in SERVO_GROUPS)
+
+
+def fitted_batch(result: FitResult) -> CandidateBatch:
+    """The one-candidate batch of the fitted values (what the fit's replay rolls out)."""
+    dec = {k: np.asarray(v)[None] if np.ndim(v) else np.asarray([v]) for k, v in result.values.items()}
+    return result.space.batch_from_decoded(dec, 1)
+
+
+def fitted_joints(result: FitResult, n_dof: int, stribeck_velocity: float) -> FittedJoints:
+    """The fitted values as the fit's replay applies them (``sim.interface.candidate_arrays``).
+
+    Args:
+        stribeck_velocity: the fit's ``--stribeck_velocity`` [rad/s], used when the Stribeck velocity
+            is not a fitted group but ``mu_static`` is.
+    """
+    batch = fitted_batch(result)
+    zeros = np.zeros(n_dof)
+    arr = candidate_arrays(batch, {"armature": zeros, "friction": zeros, "viscous": zeros}, n_dof)
+    srv = servo_arrays(batch, n_dof)
+    fs = arr["mu_static"][0] if "mu_static" in arr else None
+    vs = None
+    if fs is not None:
+        vs = arr["stribeck_velocity"][0] if "stribeck_velocity" in arr else np.full(n_dof, float(stribeck_velocity))
+    return FittedJoints(armature=arr["armature"][0], friction=arr["friction"][0], viscous=arr["viscous"][0],
+                        delay=int(arr["delay"][0]), mu_static=fs, stribeck_velocity=vs,
+                        **{g: (srv[g][0] if g in srv else None) for g in SERVO_GROUPS})
+
+
+# ------------------------------------------------------------------------------------------- the file
+def fitted_spec(robot: Robot, fit: FittedJoints, options: ReplayOptions,
+                servo_gains: tuple[np.ndarray, np.ndarray] | None = None) -> mujoco.MjSpec:
+    """The MjSpec of the fitted model (module docstring).
+
+    Args:
+        robot: the fit's arm (its link inertials, torque limits).
+        fit: the fitted joints (:func:`fitted_joints`).
+        options: the fit's replay options (torque clamp, slew limit, warm-up).
+        servo_gains: (kp, kd) (N,) for a servo whose gains are not (all) fitted: the runs' stated gains.
+
+    Raises:
+        MjcfError: a servo with neither fitted nor stated gains.
+    """
+    n = robot.n_dof
+    spec = robot.build_mjspec(JointOverrides(armature=fit.armature, friction=fit.friction, damping=fit.viscous),
+                              gravity=True)
+    spec.modelname = f"{robot.name}_sysid"
+    tau_max = np.asarray(robot.tau_max, dtype=float)
+    clamp = bool(options.torque_clamp)
+    for name in robot.joint_names:  # the fit's torque is not limited by the URDF's effort limit
+        spec.joint(name).actfrclimited = mujoco.mjtLimited.mjLIMITED_FALSE
+    if fit.servo:
+        spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
+        kp, kd = _servo_gains(fit, servo_gains, n)
+        off = fit.encoder_offset if fit.encoder_offset is not None else np.zeros(n)
+    for i, name in enumerate(robot.joint_names):
+        a = spec.add_actuator()
+        a.name = ACT_PREFIX + name
+        a.target = name
+        a.trntype = mujoco.mjtTrn.mjTRN_JOINT
+        a.gear = [1.0, 0, 0, 0, 0, 0]
+        a.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+        a.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE if clamp else mujoco.mjtLimited.mjLIMITED_FALSE
+        a.forcerange = [-float(tau_max[i]), float(tau_max[i])]
+        a.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+        a.dyntype = mujoco.mjtDyn.mjDYN_NONE
+        gain = np.zeros(10)
+        bias = np.zeros(10)
+        if fit.servo:
+            gain[0] = kp[i]
+            bias[:3] = (-kp[i] * off[i], -kp[i], -kd[i])
+            a.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        else:
+            gain[0] = 1.0
+            a.biastype = mujoco.mjtBias.mjBIAS_NONE
+        a.gainprm = gain
+        a.biasprm = bias
+    _custom(spec, fit, robot, options)
+    return spec
+
+
+def _servo_gains(fit: FittedJoints, stated: tuple[np.ndarray, np.ndarray] | None, n: int) -> tuple[np.ndarray, np.ndarray]:
+    out = []
+    for k, g in enumerate(("kp", "kd")):
+        v = getattr(fit, g)
+        if v is None:
+            if stated is None or not np.all(np.isfinite(stated[k])):
+                raise MjcfError(f"the servo's {g} is neither fitted nor stated by the runs: the MJCF actuator needs it")
+            v = np.asarray(stated[k], dtype=float)
+        out.append(np.asarray(v, dtype=float).reshape(n))
+    return out[0], out[1]
+
+
+def _custom(spec: mujoco.MjSpec, fit: FittedJoints, robot: Robot, options: ReplayOptions) -> None:
+    """The numbers MJCF has no element for, as ``<custom>`` numerics, and the note that says so."""
+    n = robot.n_dof
+    nums: dict[str, Sequence[float]] = {
+        "delay_ticks": [float(fit.delay)],
+        "tick_s": [TICK_S],
+        "servo": [1.0 if fit.servo else 0.0],
+        "encoder_offset": list(fit.encoder_offset) if fit.encoder_offset is not None else [0.0] * n,
+    }
+    if fit.mu_static is not None:
+        nums["mu_static"] = list(fit.mu_static)
+        nums["stribeck_velocity"] = list(fit.stribeck_velocity)
+    if options.slew_limit:
+        rate = robot.config.torque_rate_limit
+        if rate is None:
+            raise MjcfError(f"the fit used a slew limit but robot '{robot.name}' has no torque_rate_limit")
+        nums["slew_per_tick"] = [float(r) * TICK_S for r in rate]
+    for k, v in nums.items():
+        el = spec.add_numeric()
+        el.name = PREFIX + k
+        el.data = [float(x) for x in v]
+    t = spec.add_text()
+    t.name = PREFIX + "note"
+    t.data = ("isaaclab_sysid fitted model. Actuators: " + ("position servo kp(ctrl - offset - q) - kd dq, ctrl = setpoint [rad]"
+              if fit.servo else "motor, ctrl = joint torque [N m]")
+              + ". Not in MJCF elements: the delay (sysid_delay_ticks ticks of sysid_tick_s: ctrl acts that late, the first "
+              "ctrl held before the start), the static Stribeck friction (sysid_mu_static, sysid_stribeck_velocity: "
+              "frictionloss = Fc + (Fs - Fc) exp(-(v/vs)^2) before every step), the encoder offset (sysid_encoder_offset: "
+              "logged angle = q + offset), the log's zero-order hold, the slew limit (sysid_slew_per_tick). Gravity: off "
+              "for runs of an arm that compensated it. See docs/intervals_and_export.md of isaaclab_sysid.")
+
+
+def _fmt(v) -> str:
+    """Numbers as the shortest text that reads back as the same double."""
+    a = np.atleast_1d(np.asarray(v, dtype=float)).ravel()
+    return " ".join(repr(float(x)) if math.isfinite(x) else ("inf" if x > 0 else "-inf") for x in a)
+
+
+def _precise_xml(spec: mujoco.MjSpec, model: mujoco.MjModel) -> str:
+    """``spec.to_xml()`` with every number this export depends on rewritten at full precision.
+
+    MuJoCo's writer rounds to 6 significant digits. Bodies (pos, quat), inertials (pos, quat, mass,
+    diaginertia), joints (pos, axis, range, armature, damping, frictionloss), sites, actuators and
+    numerics are rewritten from the spec's doubles.
+    """
+    root = ET.fromstring(spec.to_xml())
+    opt = root.find("option")
+    if opt is not None:  # the integrator written even where it is MuJoCo's default (Euler): it matters here
+        opt.set("integrator", "Euler" if spec.option.integrator == mujoco.mjtIntegrator.mjINT_EULER else "implicitfast")
+        opt.set("timestep", _fmt(spec.option.timestep))
+        opt.set("gravity", _fmt(spec.option.gravity))
+    for el in root.iter("body"):
+        b = spec.body(el.get("name"))
+        if b is None:
+            continue
+        el.set("pos", _fmt(b.pos))
+        el.set("quat", _fmt(b.quat))
+        for attr in ("euler", "axisangle", "xyaxes", "zaxis"):
+            el.attrib.pop(attr, None)
+        inert = el.find("inertial")
+        if inert is not None:
+            inert.set("pos", _fmt(b.ipos))
+            inert.set("quat", _fmt(b.iquat))
+            inert.set("mass", _fmt(b.mass))
+            inert.set("diaginertia", _fmt(b.inertia))
+            inert.attrib.pop("fullinertia", None)
+    for el in root.iter("joint"):
+        j = spec.joint(el.get("name"))
+        if j is None:
+            continue
+        el.set("pos", _fmt(j.pos))
+        el.set("axis", _fmt(j.axis))
+        if el.get("range") is not None:
+            el.set("range", _fmt(j.range))
+        el.set("armature", _fmt(j.armature))
+        el.set("frictionloss", _fmt(j.frictionloss))
+        el.set("damping", _fmt(j.damping[0]))
+    for el in root.iter("site"):
+        s = spec.site(el.get("name"))
+        if s is not None:
+            el.set("pos", _fmt(s.pos))
+            el.set("quat", _fmt(s.quat))
+    act = root.find("actuator")
+    if act is not None:
+        for el in act:
+            a = spec.actuator(el.get("name"))
+            if a is None:
+                continue
+            el.set("gainprm", _fmt(a.gainprm))
+            el.set("biasprm", _fmt(a.biasprm))
+            el.set("forcerange", _fmt(a.forcerange))
+    for el in root.iter("numeric"):
+        nm = spec.numeric(el.get("name"))
+        if nm is not None:
+            el.set("data", _fmt(nm.data))
+    ET.indent(root, space="  ")
+    return ET.tostring(root, encoding="unicode") + "\n"
+
+
+def mjcf_text(robot: Robot, fit: FittedJoints, options: ReplayOptions,
+              servo_gains: tuple[np.ndarray, np.ndarray] | None = None) -> str:
+    """The MJCF text of the fitted model (:func:`fitted_spec`, full precision)."""
+    spec = fitted_spec(robot, fit, options, servo_gains)
+    model = spec.compile()
+    return _precise_xml(spec, model)
+
+
+def write_mjcf(path: str | Path, robot: Robot, fit: FittedJoints, options: ReplayOptions,
+               servo_gains: tuple[np.ndarray, np.ndarray] | None = None) -> Path:
+    """Write the fitted model as MJCF (atomically); returns the path."""
+    p = Path(path)
+    atomic_write_text(p, mjcf_text(robot, fit, options, servo_gains))
+    return p
+
+
+# ------------------------------------------------------------------------------------- reading back
+@dataclass(frozen=True)
+class MjcfFacts:
+    """What a written file holds beside MuJoCo's own elements (its ``sysid_*`` numerics).
+
+    Attributes:
+        delay: ticks; tick_s: [s]; servo: position-servo actuators (else motors);
+        encoder_offset: (N,) rad; mu_static, stribeck_velocity: (N,) or None; slew_per_tick: (N,) N m or None.
+    """
+
+    delay: int
+    tick_s: float
+    servo: bool
+    encoder_offset: np.ndarray
+    mu_static: np.ndarray | None = None
+    stribeck_velocity: np.ndarray | None = None
+    slew_per_tick: np.ndarray | None = None
+
+
+def read_facts(model: mujoco.MjModel) -> MjcfFacts:
+    """The ``sysid_*`` numerics of a loaded model.
+
+    Raises:
+        MjcfError: the model has none (not written by :func:`write_mjcf`).
+    """
+    def num(key: str) -> np.ndarray | None:
+        try:
+            return np.array(model.numeric(PREFIX + key).data, dtype=float)
+        except KeyError:
+            return None
+
+    delay = num("delay_ticks")
+    if delay is None:
+        raise MjcfError(f"model '{model.names[:40]!r}...' has no {PREFIX}delay_ticks: not written by isaaclab_sysid")
+    return MjcfFacts(delay=int(round(float(delay[0]))), tick_s=float(num("tick_s")[0]), servo=bool(num("servo")[0]),
+                     encoder_offset=num("encoder_offset"), mu_static=num("mu_static"),
+                     stribeck_velocity=num("stribeck_velocity"), slew_per_tick=num("slew_per_tick"))
+
+
+# ---------------------------------------------------------------------------------------- the driver
+def _gravity_force(m: mujoco.MjModel, d: mujoco.MjData) -> np.ndarray:
+    """(N,) generalized gravity force of a hinge chain (replay.c's gravity_force)."""
+    out = np.empty(m.nv)
+    for j in range(m.nv):
+        b, jnt = m.dof_bodyid[j], m.dof_jntid[j]
+        r = d.subtree_com[b] - d.xanchor[jnt]
+        f = m.body_subtreemass[b] * m.opt.gravity
+        out[j] = float(d.xaxis[jnt] @ np.cross(r, f))
+    return out
+
+
+def _task_torque(m, d, s: RunSchedule, sp: np.ndarray, site: int, gravity_on: bool) -> np.ndarray:
+    """The task-impedance torque of the native loop (replay.c task_impedance) at the current state."""
+    law = s.law
+    nv = m.nv
+    jacp, jacr = np.zeros((3, nv)), np.zeros((3, nv))
+    mujoco.mj_jacSite(m, d, jacp, jacr, site)
+    jac = np.vstack([jacp, jacr])
+    e = np.empty(6)
+    e[:3] = sp[:3] - d.site_xpos[site]
+    conv = "rotvec" if law.orientation_error == "rotvec" else "quat_2vec"
+    e[3:] = orientation_error(sp[3:7], d.site_xmat[site].reshape(3, 3), conv)
+    for sl, lim in ((slice(0, 3), law.max_position_error), (slice(3, 6), law.max_orientation_error)):
+        if lim and lim > 0:
+            nrm = math.sqrt(float(e[sl] @ e[sl]))
+            if nrm > lim:
+                e[sl] *= lim / nrm
+    f = s.kp * e - s.kd * (jac @ d.qvel)
+    tau = jac.T @ f
+    if law.coriolis_compensation:
+        tau = tau + d.qfrc_bias + (_gravity_force(m, d) if gravity_on else 0.0)
+    k = float(law.nullspace_stiffness or 0.0)
+    if k > 0:
+        y = k * (s.q_rest - d.qpos) - 2.0 * math.sqrt(k) * d.qvel
+        w = np.linalg.solve(jac @ jac.T, jac @ y)
+        tau = tau + (y - jac.T @ w)
+    return tau
+
+
+def _setpoint(s: RunSchedule, k: int) -> int:
+    """Index of the setpoint active at tick k (k < 0: the first)."""
+    if k < 0:
+        return 0
+    return int(np.searchsorted(s.sp_ticks, k, side="right")) - 1
+
+
+@dataclass
+class MjcfReplay:
+    """One run replayed on a loaded MJCF: states at the run's sample instants, in the log's frame.
+
+    Attributes:
+        q, dq: (T, N) [rad], [rad/s]; diverged: the replay left the velocity bound (rest NaN).
+    """
+
+    q: np.ndarray
+    dq: np.ndarray
+    diverged: bool = False
+
+
+def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> MjcfReplay:
+    """Replay ``run`` on a model loaded from a :func:`write_mjcf` file, as the fit's replay does.
+
+    Per 1 ms tick, from ``-warmup``: the Stribeck frictionloss from the velocity, ``mj_step1``, the
+    actuator's ``ctrl`` (servo: the setpoint active ``delay`` ticks ago; motor: the run's controller
+    torque, delayed, slew-limited), the sample (state before the step), ``mj_step2``. The joint
+    physics, gains, torque limit and offset come from the file; a run that states servo gains
+    replays with them (as the fit's replay does).
+
+    Raises:
+        MjcfError: a torque run, or a run the file's actuators cannot drive.
+    """
+    m = copy_model(model)
+    facts = read_facts(m)
+    n = m.nv
+    if n != run.n_dof or m.nu != n:
+        raise MjcfError(f"run '{run.name}' has {run.n_dof} joints; the model {m.nv} joints and {m.nu} actuators")
+    if run.meta.controller == "torque":
+        raise MjcfError(f"run '{run.name}' is a torque run: the MJCF driver replays controller runs only")
+    if abs(m.opt.timestep - facts.tick_s) > 1e-15:
+        raise MjcfError(f"the model's timestep {m.opt.timestep} differs from its tick {facts.tick_s}")
+    s = schedule_of(run, n)
+    gravity_on = replay_gravity(options, s.gravity_compensated)
+    if not gravity_on:
+        m.opt.gravity[:] = 0.0
+    else:
+        m.opt.gravity[:] = (0.0, 0.0, -GRAVITY)
+    servo = facts.servo
+    if servo and s.controller != "joint_pd":
+        raise MjcfError(f"run '{run.name}' is a {s.controller} run but the model's actuators are position servos")
+    off = facts.encoder_offset
+    if servo:  # stated gains replace the file's (sim/servo.effective_gains); NaN = unstated
+        kp = np.where(np.isfinite(s.kp), s.kp, m.actuator_gainprm[:, 0])
+        kd = np.where(np.isfinite(s.kd), s.kd, -m.actuator_biasprm[:, 2])
+        changed = np.isfinite(s.kp) | np.isfinite(s.kd)
+        m.actuator_gainprm[changed, 0] = kp[changed]
+        m.actuator_biasprm[changed, 0] = -kp[changed] * off[changed]
+        m.actuator_biasprm[changed, 1] = -kp[changed]
+        m.actuator_biasprm[changed, 2] = -kd[changed]
+        if facts.slew_per_tick is not None:
+            raise MjcfError("a servo fit with a slew limit: the MJCF servo actuator has none (not exported)")
+    d = mujoco.MjData(m)
+    d.qpos[:] = s.q_init - off if servo else s.q_init
+    d.qvel[:] = 0.0
+    site = m.site(EE_NAME).id
+    fc = np.array(m.dof_frictionloss)
+    stribeck = facts.mu_static is not None
+    k0 = -int(options.warmup_ticks)
+    k_last = s.last_tick
+    delay = facts.delay
+    lim = np.asarray(m.actuator_forcerange[:, 1]) if np.all(m.actuator_forcelimited) else None
+    hist: deque[np.ndarray] = deque()
+    prev = np.zeros(n)
+    T = s.n_samples
+    q_out, dq_out = np.full((T, n), np.nan), np.full((T, n), np.nan)
+    samples = {int(k): i for i, k in enumerate(s.sample_ticks)}
+    vmax = float(options.max_joint_velocity)
+    for k in range(k0, k_last + 1):
+        if stribeck:
+            v = d.qvel / facts.stribeck_velocity
+            m.dof_frictionloss[:] = fc + (facts.mu_static - fc) * np.exp(-v * v)
+        mujoco.mj_step1(m, d)
+        if servo:
+            d.ctrl[:] = s.sp_values[_setpoint(s, max(k - delay, k0))]
+        else:
+            if s.controller == "joint_pd":
+                sp = s.sp_values[_setpoint(s, max(k - delay, k0))]
+                applied = s.kp * (sp - d.qpos) - s.kd * d.qvel
+            else:
+                tau = _task_torque(m, d, s, s.sp_values[_setpoint(s, k)], site, gravity_on)
+                if not hist:  # before the start the first command is held (replay.c)
+                    hist.extend([tau] * delay)
+                hist.append(tau)
+                applied = hist.popleft()  # the command of delay ticks ago
+            if facts.slew_per_tick is not None and options.slew_limit:
+                applied = prev + np.clip(applied - prev, -facts.slew_per_tick, facts.slew_per_tick)
+            d.ctrl[:] = applied
+            prev = np.clip(applied, -lim, lim) if lim is not None else applied
+        i = samples.get(k)
+        if i is not None:
+            q_out[i] = d.qpos + off if servo else d.qpos
+            dq_out[i] = d.qvel
+        if k == k_last:
+            break
+        mujoco.mj_step2(m, d)
+        if not (np.all(np.abs(d.qvel) <= vmax) and np.all(np.isfinite(d.qpos))):
+            return MjcfReplay(q_out, dq_out, True)
+    return MjcfReplay(q_out, dq_out, False)
+
+
+def copy_model(model: mujoco.MjModel) -> mujoco.MjModel:
+    """A private copy of a model (the driver changes gravity, gains and frictionloss in it)."""
+    import copy
+
+    return copy.copy(model)
+
+
+# ------------------------------------------------------------------------------------------ the check
+@dataclass
+class MjcfCheck:
+    """The MJCF replay against the fit's own replay of the fitted parameters.
+
+    Attributes:
+        path: the file checked.
+        runs: run names; max_dq: per run the largest |q_mjcf - q_fit| over samples and joints [rad];
+        max_ddq: the same for the velocities [rad/s]; tol: the required bound [rad].
+    """
+
+    path: Path
+    runs: list[str]
+    max_dq: list[float]
+    max_ddq: list[float]
+    tol: float = MJCF_TOL_RAD
+    samples: list[int] = field(default_factory=list)
+
+    @property
+    def worst(self) -> float:
+        """The largest |q difference| over every run [rad] (inf when a run is missing or not finite)."""
+        return max(self.max_dq) if self.max_dq else math.inf
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.max_dq) and all(math.isfinite(v) and v <= self.tol for v in self.max_dq)
+
+    def lines(self) -> list[str]:
+        """One line per run and a verdict."""
+        out = [f"  {r}: max |q_mjcf - q_fit| = {a:.3e} rad, max |dq diff| = {b:.3e} rad/s over {n} samples"
+               for r, a, b, n in zip(self.runs, self.max_dq, self.max_ddq, self.samples)]
+        out.append(f"MJCF replay {'PASS' if self.passed else 'FAIL'}: worst {self.worst:.3e} rad "
+                   f"({'<=' if self.passed else 'not <='} {self.tol:g} rad)")
+        return out
+
+
+def fit_rollouts(robot: Robot, result: FitResult, runs: Sequence[Run], options: ReplayOptions,
+                 backend: MujocoBackend | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(T, N) q [rad] and dq [rad/s] of each run replayed by the fit's MuJoCo backend (the native loop) at the
+    fitted values (q in the log's frame: with the encoder offset).
+
+    Args:
+        backend: the fit's own MuJoCo backend (default: one built for ``robot`` and ``options``, as the fit builds it).
+    """
+    be = backend if backend is not None else MujocoBackend(robot, options, n_threads=1)
+    if be.substeps != 1:
+        raise MjcfError(f"the fit's backend takes {be.substeps} physics steps per tick; the MJCF export writes one")
+    try:
+        return [(ro.q[0], ro.dq[0]) for ro in be.rollout(fitted_batch(result), list(runs))]
+    finally:
+        if backend is None:
+            be.close()
+
+
+def check_mjcf(path: str | Path, robot: Robot, result: FitResult, runs: Sequence[Run], options: ReplayOptions,
+               tol: float = MJCF_TOL_RAD, fit_states: Sequence[tuple[np.ndarray, np.ndarray]] | None = None) -> MjcfCheck:
+    """Load ``path`` with plain MuJoCo, replay ``runs`` with :func:`replay_mjcf` and compare with the fit's replay.
+
+    Args:
+        fit_states: the fit's replayed (q, dq) per run (default: :func:`fit_rollouts`).
+    """
+    p = Path(path)
+    model = mujoco.MjModel.from_xml_path(str(p))
+    ref = list(fit_states) if fit_states is not None else fit_rollouts(robot, result, runs, options)
+    names, dq, ddq, ns = [], [], [], []
+    for run, (q_fit, dq_fit) in zip(runs, ref):
+        rep = replay_mjcf(model, run, options)
+        dq.append(_max_abs(rep.q - q_fit))
+        ddq.append(_max_abs(rep.dq - dq_fit))
+        names.append(run.name)
+        ns.append(int(q_fit.shape[0]))
+    return MjcfCheck(p, names, dq, ddq, tol, ns)
+
+
+def _max_abs(diff: np.ndarray) -> float:
+    """max |diff|; inf when any entry is not finite (a diverged replay never passes)."""
+    return float(np.max(np.abs(diff))) if np.all(np.isfinite(diff)) else math.inf
