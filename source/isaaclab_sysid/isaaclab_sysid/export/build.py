@@ -14,6 +14,7 @@ from pathlib import Path
 from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.export.isaaclab_module import generate_module
 from isaaclab_sysid.export.masses import mass_intervals
+from isaaclab_sysid.export.mjcf import MjcfCheck
 from isaaclab_sysid.export.neutral import write_neutral
 from isaaclab_sysid.export.record import DelayRow, DrRecord, MassRow, SpanRow
 from isaaclab_sysid.export.ranges import RangePolicy, make_ranges
@@ -196,3 +197,68 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
     pm = Path(out_dir) / f"{stem}_isaaclab.py"
     atomic_write_text(pm, src)
     return {"json": pj, "yaml": py, "module": pm}, warns
+
+
+def _mujoco_backend_of(backend):
+    """The fit's own MuJoCo backend under its wrappers (state age), or None (Isaac Lab, Ray)."""
+    from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
+
+    be = backend
+    while be is not None:
+        if isinstance(be, MujocoBackend):
+            return be
+        be = getattr(be, "inner", None)
+    return None
+
+
+def export_mjcf(ctx: FitContext, out_dir: str | Path, tol: float | None = None,
+                log: Callable[[str], None] = print) -> tuple[Path, MjcfCheck]:
+    """Write ``<robot>_sysid.xml`` (export/mjcf.py) only once it replays the fit's held-out runs as the fit does.
+
+    The file is written beside its final name, loaded with plain MuJoCo, every held-out run (the fit runs
+    when the fit has none, and the log says so) is replayed on it and compared with the fit's own MuJoCo
+    replay of the fitted values; it is renamed into place when the largest |q difference| is <= ``tol``
+    (default 1e-6 rad), else removed.
+
+    Raises:
+        ExportError: the check fails (the figure and the run named), or the fit cannot be written as MJCF.
+    """
+    import numpy as np
+
+    from isaaclab_sysid.export.mjcf import MJCF_TOL_RAD, MjcfError, check_mjcf, fit_rollouts, fitted_joints, write_mjcf
+
+    tol = MJCF_TOL_RAD if tol is None else float(tol)
+    problem = ctx.problem()
+    robot = problem.robot
+    options = problem.backend.options
+    runs = list(problem.heldout)
+    if not runs:
+        log("the fit has no held-out runs: the MJCF check replays its fit runs")
+        runs = list(problem.runs)
+    runs = [r for r in runs if r.meta.controller != "torque"]
+    if not runs:
+        raise ExportError(f"{ctx.fit_dir}: every run is a torque run (--replay torque): the MJCF check does not replay "
+                          "torque runs yet, so no MJCF is written")
+    stated = next(((np.asarray(r.meta.kp, float), np.asarray(r.meta.kd, float)) for r in problem.all_runs
+                   if r.meta.controller == "joint_pd" and np.all(np.isfinite(r.meta.kp))
+                   and np.all(np.isfinite(r.meta.kd))), None)
+    out = Path(out_dir)
+    final = out / f"{robot.name}_sysid.xml"
+    tmp = out / f".{robot.name}_sysid.checking.xml"
+    try:
+        fit = fitted_joints(ctx.result, robot.n_dof, options.stribeck_velocity)
+        write_mjcf(tmp, robot, fit, options, stated)
+        inner = _mujoco_backend_of(problem.backend)
+        states = fit_rollouts(robot, ctx.result, runs, options, inner)
+        check = check_mjcf(tmp, robot, ctx.result, runs, options, tol, states)
+    except MjcfError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ExportError(f"{ctx.fit_dir}: MJCF export: {exc}") from None
+    if not check.passed:
+        tmp.unlink(missing_ok=True)
+        worst = int(np.argmax(check.max_dq))
+        raise ExportError(f"{ctx.fit_dir}: the MJCF replays run '{check.runs[worst]}' {check.worst:.3e} rad away from the "
+                          f"fit's replay (required <= {tol:g} rad): not written")
+    tmp.replace(final)
+    check.path = final
+    return final, check

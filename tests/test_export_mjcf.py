@@ -1,0 +1,194 @@
+"""The MJCF export (export/mjcf.py, ``export_dr.py --mjcf``): the file plain MuJoCo loads replays the fit's
+held-out run within 1e-6 rad of the fit's own replay, for a Franka task-impedance fit and an SO-101 servo fit
+(gains, encoder offset, static friction, delay, torque limit); a file that does not is refused.
+
+The fits are written directly (a fit folder: runs as CSV + sidecar, ``config.json``, ``sysid_best_params.json``)
+with values chosen away from zero, so every group the file carries moves the replay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from isaaclab_sysid.data.formats.csv_run import write_run
+from isaaclab_sysid.data.run import ImpedanceLaw
+from isaaclab_sysid.export import mjcf
+from isaaclab_sysid.export.build import ExportError, FitContext, export_mjcf
+from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.fit.outputs import write_config
+from isaaclab_sysid.fit.problem import build_space
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.robots import load_robot
+from isaaclab_sysid.twin.targets import Q_READY, pose_offsets, skeleton_run, task_targets
+
+SO101_FIT = {
+    "kp": [12.0, 18.0, 15.0, 8.0, 6.0, 4.0],
+    "kd": [0.25, 0.35, 0.3, 0.12, 0.08, 0.05],
+    "armature": [0.012, 0.015, 0.012, 0.008, 0.006, 0.004],
+    "mu_static": [0.05, 0.06, 0.05, 0.04, 0.03, 0.03],
+    "dynamic_ratio": [0.7, 0.6, 0.7, 0.65, 0.7, 0.7],
+    "stribeck_velocity": [0.04, 0.05, 0.04, 0.045, 0.04, 0.04],
+    "encoder_offset": [0.01, -0.02, 0.03, 0.0, 0.01, -0.01],
+    "delay": 7,
+}
+FRANKA_FIT = {
+    "armature": [0.3, 0.25, 0.2, 0.15, 0.05, 0.04, 0.02],
+    "friction": [0.4, 0.5, 0.3, 0.3, 0.2, 0.2, 0.1],
+    "viscous": [0.5, 1.0, 0.8, 0.6, 0.2, 0.3, 0.1],
+    "delay": 3,
+}
+
+
+def _servo_run(robot, seed: int, seconds: float, name: str):
+    """A 30 fps LeRobot-like servo run: a random walk of setpoints, gains unstated, gravity not compensated."""
+    n = robot.n_dof
+    rng = np.random.default_rng(seed)
+    T = int(seconds * 30)
+    targets = np.cumsum(rng.normal(0, 0.04, (T, n)), axis=0) + np.array([0, 0.3, -0.4, 0.2, 0, 0.5])
+    targets = np.clip(targets, 0.8 * robot.q_lower, 0.8 * robot.q_upper)
+    run = skeleton_run(robot, "joint_pd", np.arange(T) / 30.0, targets, np.full(n, np.nan), np.full(n, np.nan),
+                       q_init=targets[0], control_rate_hz=30.0, name=name)
+    return dataclasses.replace(run, meta=dataclasses.replace(run.meta, gravity_compensated=False))
+
+
+def _task_run(robot, seed: int, seconds: float, name: str):
+    """A 50 Hz task-impedance run of the Franka (rotation-vector error, Coriolis compensation, null space)."""
+    kp6 = np.array([200.0, 200.0, 200.0, 20.0, 20.0, 20.0])
+    pos, quat = robot.ee_pose(Q_READY)
+    t, off = pose_offsets("multiband", seconds, 50.0, seed=seed)
+    x, qd = task_targets(pos, quat, off)
+    law = ImpedanceLaw(orientation_error="rotvec", coriolis_compensation=True, nullspace_stiffness=10.0)
+    return skeleton_run(robot, "task_impedance", t, np.hstack([x, qd]), kp6, 2 * np.sqrt(kp6), law=law, name=name)
+
+
+def _fit_dir(tmp: Path, robot_name: str, values: dict, groups: str, runs, heldout, **replay) -> Path:
+    """A fit folder as the fit writes it, with ``values`` as the fitted numbers."""
+    d = tmp / f"fit_{robot_name}"
+    (d / "runs").mkdir(parents=True)
+    args = FitArgs()
+    args.replay.robot = robot_name
+    args.params.fit_groups = groups
+    for k, v in replay.items():
+        setattr(args.replay, k, v)
+    args.runs.state_age_ms = 4 if robot_name == "so101" else 0
+    for r in runs:
+        args.runs.real_csv.append(str(write_run(r, d / "runs" / f"{r.name}.csv")[0]))
+    for r in heldout:
+        args.runs.heldout_csv.append(str(write_run(r, d / "runs" / f"{r.name}.csv")[0]))
+    if robot_name == "so101":
+        args.params.kp_bounds, args.params.kd_bounds = (1.0, 60.0), (0.0, 2.0)
+        args.params.mu_static_bounds, args.params.encoder_offset_bounds = (0.0, 0.3), (-0.08, 0.08)
+        args.params.delay_bounds = (0, 12)
+    robot = load_robot(robot_name)
+    space = build_space(args, robot.joint_names, robot.config)
+    x = space.normalize({k: np.asarray(v) for k, v in values.items()})
+    result = FitResult.from_search(space, x, 0.0, run_names=[r.name for r in runs], weighted_loss=np.zeros(len(runs)),
+                                   traj_weights=np.ones(len(runs)))
+    result.write(d)
+    write_config(d, args.to_dict())
+    return d
+
+
+@pytest.fixture(scope="module")
+def so101_fit(tmp_path_factory):
+    robot = load_robot("so101")
+    return _fit_dir(tmp_path_factory.mktemp("so101"), "so101", SO101_FIT,
+                    "kp,kd,armature,mu_static,dynamic_ratio,stribeck_velocity,delay,encoder_offset",
+                    [_servo_run(robot, 0, 3.0, "ep0")], [_servo_run(robot, 1, 6.0, "ep_heldout")], torque_clamp=True)
+
+
+@pytest.fixture(scope="module")
+def franka_fit(tmp_path_factory):
+    robot = load_robot("franka_panda")
+    return _fit_dir(tmp_path_factory.mktemp("franka"), "franka_panda", FRANKA_FIT, "armature,friction,viscous,delay",
+                    [_task_run(robot, 0, 2.0, "task0")], [_task_run(robot, 1, 3.0, "task_heldout")], torque_clamp=True)
+
+
+def test_servo_mjcf_replays_the_heldout_run_within_1e_6(so101_fit, tmp_path):
+    ctx = FitContext.load(so101_fit)
+    path, check = export_mjcf(ctx, tmp_path, log=lambda s: None)
+    assert path == tmp_path / "so101_sysid.xml" and path.is_file()
+    assert check.runs == ["ep_heldout"] and check.samples == [180]
+    assert check.passed and check.worst <= 1e-6, check.lines()
+    print("\n".join(check.lines()))
+    # the file holds the fitted servo: plain MuJoCo reads kp, kd, offset, limit, joint physics
+    m = mujoco.MjModel.from_xml_path(str(path))
+    fit = {k: np.asarray(v) for k, v in SO101_FIT.items() if k != "delay"}
+    np.testing.assert_allclose(m.actuator_gainprm[:, 0], fit["kp"], rtol=1e-12)
+    np.testing.assert_allclose(-m.actuator_biasprm[:, 2], fit["kd"], rtol=1e-12)
+    np.testing.assert_allclose(m.actuator_biasprm[:, 0], -fit["kp"] * fit["encoder_offset"], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(m.actuator_forcerange[:, 1], load_robot("so101").tau_max, rtol=1e-12)
+    assert np.all(m.actuator_forcelimited == 1)
+    assert m.opt.integrator == mujoco.mjtIntegrator.mjINT_EULER
+    np.testing.assert_allclose(m.dof_armature, fit["armature"], rtol=1e-12)
+    np.testing.assert_allclose(m.dof_frictionloss, fit["dynamic_ratio"] * fit["mu_static"], rtol=1e-12)
+    facts = mjcf.read_facts(m)
+    assert facts.delay == 7 and facts.servo
+    np.testing.assert_allclose(facts.mu_static, fit["mu_static"], rtol=1e-12)
+    note = next(el for el in ET.parse(path).getroot().iter("text") if el.get("name") == "sysid_note")
+    assert "delay" in note.get("data") and "Stribeck" in note.get("data")
+
+
+def test_franka_mjcf_replays_the_heldout_run_within_1e_6(franka_fit, tmp_path):
+    ctx = FitContext.load(franka_fit)
+    path, check = export_mjcf(ctx, tmp_path, log=lambda s: None)
+    assert path.name == "franka_panda_sysid.xml"
+    assert check.runs == ["task_heldout"] and check.passed and check.worst <= 1e-6, check.lines()
+    print("\n".join(check.lines()))
+    m = mujoco.MjModel.from_xml_path(str(path))
+    np.testing.assert_allclose(m.dof_damping, FRANKA_FIT["viscous"], rtol=1e-12)
+    np.testing.assert_allclose(m.actuator_gainprm[:, 0], 1.0)  # motors: ctrl is the joint torque
+    assert m.opt.integrator == mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    assert mjcf.read_facts(m).delay == 3
+
+
+def test_numbers_are_written_at_full_precision(so101_fit, tmp_path):
+    """MuJoCo's own writer keeps 6 digits: its file misses the fit's replay by far more than 1e-6 rad over 6 s."""
+    ctx = FitContext.load(so101_fit)
+    problem = ctx.problem()
+    opts = problem.backend.options
+    robot = problem.robot
+    fit = mjcf.fitted_joints(ctx.result, robot.n_dof, opts.stribeck_velocity)
+    spec = mjcf.fitted_spec(robot, fit, opts)
+    (tmp_path / "six.xml").write_text(spec.to_xml())
+    rough = mjcf.check_mjcf(tmp_path / "six.xml", robot, ctx.result, problem.heldout, opts)
+    exact = mjcf.check_mjcf(mjcf.write_mjcf(tmp_path / "full.xml", robot, fit, opts), robot, ctx.result,
+                            problem.heldout, opts)
+    assert exact.worst < 1e-12 < rough.worst, (exact.worst, rough.worst)
+    inert = next(ET.parse(tmp_path / "full.xml").getroot().iter("inertial"))
+    assert len(inert.get("diaginertia").split()[0]) > 10
+
+
+def test_a_file_that_misses_the_fit_is_refused_and_not_written(so101_fit, tmp_path, monkeypatch):
+    """An export whose file does not replay like the fit (here: its armature 1 % off) is refused with the figure."""
+    real = mjcf.fitted_joints
+
+    def off_by_one_percent(*a, **k):
+        f = real(*a, **k)
+        return dataclasses.replace(f, armature=f.armature * 1.01)
+
+    monkeypatch.setattr(mjcf, "fitted_joints", off_by_one_percent)
+    with pytest.raises(ExportError, match=r"ep_heldout.*rad away from the fit's replay \(required <= 1e-06 rad\)"):
+        export_mjcf(FitContext.load(so101_fit), tmp_path, log=lambda s: None)
+    assert not list(tmp_path.glob("*.xml")) and not list(tmp_path.glob(".*.xml"))
+
+
+def test_the_driver_takes_the_static_friction_and_offset_from_the_file(so101_fit, tmp_path):
+    """Dropping the file's static friction or its encoder offset moves the replay by far more than 1e-6 rad:
+    the check sees what the file holds."""
+    ctx = FitContext.load(so101_fit)
+    problem = ctx.problem()
+    opts, robot = problem.backend.options, problem.robot
+    fit = mjcf.fitted_joints(ctx.result, robot.n_dof, opts.stribeck_velocity)
+    ref = mjcf.fit_rollouts(robot, ctx.result, problem.heldout, opts)
+    for change in (dict(mu_static=None, stribeck_velocity=None), dict(encoder_offset=np.zeros(robot.n_dof))):
+        p = mjcf.write_mjcf(tmp_path / "x.xml", robot, dataclasses.replace(fit, **change), opts)
+        chk = mjcf.check_mjcf(p, robot, ctx.result, problem.heldout, opts, fit_states=ref)
+        assert not chk.passed and chk.worst > 1e-4 and math.isfinite(chk.worst), (change, chk.worst)
