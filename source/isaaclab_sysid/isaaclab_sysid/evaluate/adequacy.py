@@ -26,6 +26,9 @@ data, from four diagnostics of the fitted candidate's joint-position residual
   Torque runs (``--replay torque``) are not judged either: their error grows with the
   time into each shooting window, not with the speed; their floor is the drift of the
   measured start states (:mod:`isaaclab_sysid.fit.shooting_floor`).
+* **torque replays: what is missing** (:mod:`isaaclab_sysid.evaluate.torque_residual`): the residual's
+  shapes within the windows name a constant torque offset, a lag between torque and state or a sensor
+  filter (each a misfit), and the logged torque's noise when it accounts for a floor excess.
 * **self-motion share** (redundant arms under task impedance): the share of the
   joint-error energy in the null space of the EE Jacobian at the measured q; the
   impedance law does not hold that motion, so what the model misses in friction
@@ -52,6 +55,8 @@ import numpy as np
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.metrics import rms
 from isaaclab_sysid.evaluate.noise_floor import NoiseFloor
+from isaaclab_sysid.evaluate.torque_residual import TorqueResidualDiagnostics
+from isaaclab_sysid.evaluate.torque_residual import messages as torque_messages
 from isaaclab_sysid.fit.adequacy_record import Adequacy, AdequacyLimits, RunResidualStats
 from isaaclab_sysid.sim.interface import RunRollout
 
@@ -117,13 +122,16 @@ def assess(
     limits: AdequacyLimits = AdequacyLimits(),
     candidate: int = 1,
     age_max_ms: Sequence[float] | None = None,
+    torque_diagnostics: TorqueResidualDiagnostics | None = None,
 ) -> Adequacy:
     """The verdict from the fitted candidate's rollouts (``fitted[r].q[candidate]``) on ``runs`` (first ``n_fit`` fit).
 
     ``noise_floor_mrad``: a :class:`~isaaclab_sysid.evaluate.noise_floor.NoiseFloor` (measured from repeats,
     :func:`~isaaclab_sysid.evaluate.noise_floor.resolve_noise_floor`), a number [mrad] (given), or None (estimated
     from the fit runs' residual). ``age_max_ms[r]``: the modelled state age of run r's rows, 0..N ms uniform
-    (0 or None: fresh); such runs are left out of the speed test.
+    (0 or None: fresh); such runs are left out of the speed test. ``torque_diagnostics``: a torque replay's
+    residual shapes (:func:`~isaaclab_sysid.evaluate.torque_residual.diagnose`): the verdict names an offset, a
+    lag or sensor filter (each a misfit) and torque noise (an explanation of a floor excess) when they show.
     """
     jac = ee_jacobian(robot) if robot is not None and robot.n_dof > 6 else None
     ages = list(age_max_ms or [0.0] * len(runs))
@@ -160,6 +168,11 @@ def assess(
                     "that stick: try the static-friction group (--fit_groups armature,mu_static,dynamic_ratio,viscous,delay)"
                     + ("; in a torque replay also noise on the logged torque, which drives the replay (errors in "
                        "variables: light joints' friction and armature biased)" if source == "shooting" else ""))
+    if torque_diagnostics is not None:
+        names = list(robot.joint_names) if robot is not None else [f"joint {j + 1}" for j in range(runs[0].n_dof)]
+        lines, missing = torque_messages(torque_diagnostics, names, fit_rms, floor, limits.max_floor_ratio)
+        bad |= missing
+        msgs += lines
     timed = [s for s, a, r in zip(stats, ages, runs) if not a and r.meta.controller != "torque"]
     if timed:
         bad |= _speed_messages(timed, limits, msgs)

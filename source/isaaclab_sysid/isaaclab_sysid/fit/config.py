@@ -210,8 +210,10 @@ class ReplayConfig:
     drive_gains: tuple[float, ...] | None = None
     """--torque_signal current: current-to-torque gain of each joint [N m/A] (the UR10e authors': 10.0 10.6956
     8.4566 9.0029 9.48 10.1232, UR10E_parameters.txt drvGains; or scripts/identify_rigid_body.py's)."""
-    window_s: float = 0.5
-    """--replay torque: length of each shooting window [s] (each restarts from the measured q, qd; 0.1-1 s)."""
+    window_s: float | None = None
+    """--replay torque: length of each shooting window [s] (each restarts from the measured q, qd; 0.1-1 s). Unset:
+    chosen from the data, the longest of 0.05-1 s at which the start model's residual is within 2x the drift floor
+    (fit/shooting_floor.py: choose_window; the log says what it chose and why, config.json keeps it)."""
     max_batch_mb: float = 4096.0
     """Memory limit of one batched rollout [MB]: population x samples x states (plus per-window buffers); a
     configuration above it is refused before any simulation, naming what to lower."""

@@ -263,6 +263,8 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
         log(note)
     if torque:  # the logged torque needs no law, EE point or limits; windows and memory checked before simulating
         space = build_space(args, robot.joint_names, robot.config)
+        # --window_s unset: chosen from the fit runs at the start model (the --x0 seed)
+        torque_replay.resolve_window(args, runs, robot, space.to_batch(start_point(args.search.x0, space)), log)
         torque_replay.check_batch_memory(args, runs + heldout, robot.n_dof, space.dim)
         torque_replay.describe(args, runs + heldout, robot, log)
     else:

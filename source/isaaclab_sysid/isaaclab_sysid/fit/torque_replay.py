@@ -4,6 +4,7 @@ Everything the torque replay needs that a log does not say is stated by flags an
 here before any simulation: which signal is the torque (``--torque_signal``), whether it
 holds gravity (``--torque_includes_gravity``), the drive gains of a current log, the window
 length against every run, and the memory of one batched rollout against ``--max_batch_mb``.
+``--window_s`` unset, the window is chosen from the data (:func:`resolve_window`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,13 @@ from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.importers.torque_runs import TorqueRunError, TorqueSource, read_ur10e_torque_run, torque_run
 from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.fit.adequacy_record import AdequacyLimits
 from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.fit.shooting_floor import choose_window
 from isaaclab_sysid.fit.torque_noise import torque_noise
 from isaaclab_sysid.robots import Robot, load_robot
+from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
+from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
 from isaaclab_sysid.sim.shooting import shooting_windows
 from isaaclab_sysid.timebase import TICK_HZ
 
@@ -49,7 +54,7 @@ def check_torque_args(args: FitArgs) -> None:
         raise FitError("--replay torque needs --torque_includes_gravity or --no_torque_includes_gravity (whether "
                        f"--torque_signal {r.torque_signal} holds the gravity torque: libfranka's tau_J and a UR's motor "
                        "current do)")
-    if not (np.isfinite(r.window_s) and r.window_s * TICK_HZ >= 2):
+    if r.window_s is not None and not (np.isfinite(r.window_s) and r.window_s * TICK_HZ >= 2):
         raise FitError(f"--window_s {r.window_s}: a shooting window must be at least 2 ms (0.1-1 s is typical)")
     if r.backend != "mujoco":
         raise FitError(f"--replay torque runs on --backend mujoco (the {r.backend} backend replays controller runs only)")
@@ -89,8 +94,40 @@ def run_reader(args: FitArgs) -> Callable[[str, str | None], Run]:
 
 
 def window_ticks(args: FitArgs) -> int | None:
-    """The shooting window [ticks] of ``--window_s`` for a torque replay (None for a controller replay)."""
-    return int(round(args.replay.window_s * TICK_HZ)) if args.replay.replay == "torque" else None
+    """The shooting window [ticks] of ``--window_s`` for a torque replay (None for a controller replay).
+
+    Raises:
+        ValueError: a torque replay whose window was not resolved yet (:func:`resolve_window`).
+    """
+    if args.replay.replay != "torque":
+        return None
+    if args.replay.window_s is None:
+        raise ValueError("the torque replay's window is unresolved: call fit.torque_replay.resolve_window first")
+    return int(round(args.replay.window_s * TICK_HZ))
+
+
+def resolve_window(args: FitArgs, runs: Sequence[Run], robot: Robot, start: CandidateBatch,
+                   log: Callable[[str], None]) -> float:
+    """``--window_s`` unset: choose it from the fit runs and the start model ``start`` (one candidate: the decoded
+    ``--x0``), :func:`~isaaclab_sysid.fit.shooting_floor.choose_window`; store it in ``args`` (so config.json,
+    ``--resume`` and the export replay the same windows) and log every option and the reason. Given: kept.
+    Returns the window [s]."""
+    r = args.replay
+    if r.window_s is not None:
+        return float(r.window_s)
+    opts = dict(warmup_ticks=r.warmup_ticks, stribeck_velocity=args.params.stribeck_velocity)
+
+    def backend_for(ticks: int) -> MujocoBackend:
+        return MujocoBackend(robot, ReplayOptions(window_ticks=ticks, **opts), substeps=r.substeps)
+
+    try:
+        choice = choose_window(backend_for, start, runs, AdequacyLimits().max_floor_ratio)
+    except ValueError as exc:
+        raise FitError(f"--window_s unset: {exc}") from None
+    for line in choice.lines():
+        log(line)
+    r.window_s = choice.window_s
+    return choice.window_s
 
 
 def check_windows(args: FitArgs, runs: Sequence[Run]) -> int:
