@@ -189,7 +189,12 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
         ValueError: the fit cannot be written for ``physics`` (e.g. static friction on Newton).
     """
     record, warns = build_dr_record(ctx.result, rep, policy, rb_params, str(ctx.fit_dir / RESULT_FILE))
-    src, w2 = generate_module(record, asset_name, viscous, physics_dt, physics)
+    try:
+        effort = servo_effort_limit(ctx)
+    except ExportError as exc:  # no config.json to name the arm: the module keeps the asset's own effort limits
+        effort = None
+        warns.append(f"servo: no actuator_effort_limit written ({exc})")
+    src, w2 = generate_module(record, asset_name, viscous, physics_dt, physics, effort)
     warns += w2
     record.meta["warnings"] = warns
     record.meta["isaaclab"] = {"asset_name": asset_name, "viscous": viscous, "physics_dt": physics_dt, "physics": physics}
@@ -197,6 +202,21 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
     pm = Path(out_dir) / f"{stem}_isaaclab.py"
     atomic_write_text(pm, src)
     return {"json": pj, "yaml": py, "module": pm}, warns
+
+
+def servo_effort_limit(ctx: FitContext) -> list[float] | None:
+    """(N,) the servo's torque limits [N m] for a fit of position servos (``kp``/``kd`` fitted): the fit's arm's
+    (its config, or ``--torque_limit``), as the fit's replay clamps; None for any other fit."""
+    if not ({"kp", "kd"} & set(ctx.space.group_names)):
+        return None
+    if ctx._problem is not None:
+        return [float(v) for v in ctx._problem.robot.tau_max]
+    from isaaclab_sysid.export.check import robot_of_fit
+
+    robot = robot_of_fit(ctx.fit_dir)
+    if ctx.args is not None and ctx.args.replay.torque_limit:
+        robot = robot.with_real_controller(torque_limit=ctx.args.replay.torque_limit)
+    return [float(v) for v in robot.tau_max]
 
 
 def _mujoco_backend_of(backend):

@@ -19,7 +19,12 @@ module works out the numbers of its data block. It defines:
   delay twice). Gains default to 0: with a torque controller (task impedance)
   computing efforts in the environment, the explicit actuator passes the effort
   through its delay buffer, as the replay does;
+  A position servo's fit (groups ``kp``, ``kd``: the SO-101) sets the gains to the fitted kp, kd
+  (``ACTUATOR_VALUES["stiffness"]``, ``["damping"]``: ``DelayedPDActuator`` delays the position
+  target, as the servo's bus does) and ``actuator_effort_limit`` to the servo's torque limit;
 * ``apply_to(articulation_cfg)``: the articulation config with that actuator;
+* a servo fit: per joint one stock ``mdp.randomize_actuator_gains`` term (kp and kd each drawn
+  from its exported range, ``operation="abs"``);
 * ``EVENT_TERMS`` (name -> function, joints or bodies, parameters: plain data) and
   ``SysidEventsCfg``: one ``EventTermCfg`` field per entry, mode ``startup``, and
   ``make_events_cfg(mode="startup", randomize_delay=True)`` (the same terms in
@@ -63,6 +68,7 @@ is refused for Newton.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
 
 from isaaclab_sysid.export.emit import Literal, module_source
@@ -129,12 +135,17 @@ def delay_steps(delay: DelayRow | None, physics_dt: float) -> tuple[int, int, in
     return steps[0], steps[1], steps[2]
 
 
-def actuator_values(record: DrRecord, physics: str = "newton") -> tuple[dict[str, dict[str, float]], list[str]]:
+def actuator_values(record: DrRecord, physics: str = "newton",
+                    effort_limit: Sequence[float] | None = None) -> tuple[dict[str, dict[str, float]], list[str]]:
     """Per-joint ``DelayedPDActuatorCfg`` fields (``armature``, ``friction``, ``dynamic_friction``,
-    ``viscous_friction``: joint -> value, SI units) of the record's fitted values, and warnings.
+    ``viscous_friction``, and for a position servo ``stiffness``, ``damping``, ``actuator_effort_limit``:
+    joint -> value, SI units) of the record's fitted values, and warnings.
 
     ``friction`` is the static (breakaway) Coulomb effort [N m]: the fitted ``friction``
     (one-level model: dynamic = static) or ``mu_static`` (dynamic = ``dynamic_ratio x mu_static``).
+    A servo fit (groups ``kp``, ``kd``): ``stiffness`` = kp [N m/rad], ``damping`` = kd [N m s/rad] of
+    the explicit PD (``DelayedPDActuator`` delays the position target, as the servo's bus does), and
+    ``actuator_effort_limit`` = ``effort_limit`` [N m] (the servo's torque limit) when given.
 
     Raises:
         ValueError: unknown ``physics``, or a static/dynamic fit for Newton (one Coulomb level).
@@ -163,11 +174,29 @@ def actuator_values(record: DrRecord, physics: str = "newton") -> tuple[dict[str
         act["dynamic_friction"] = dict(act["friction"])  # one Coulomb level: dynamic = static
     if "viscous" in fitted:
         act["viscous_friction"] = per(fitted["viscous"])
+    if "kp" in fitted:
+        act["stiffness"] = per(fitted["kp"])
+    if "kd" in fitted:
+        act["damping"] = per(fitted["kd"])
+    if is_servo(record) and effort_limit is not None:
+        lim = [float(v) for v in effort_limit]
+        if len(lim) != len(joints) or not all(v > 0 for v in lim):
+            raise ValueError(f"effort_limit: expected {len(joints)} positive torques [N m], got {lim}")
+        act["actuator_effort_limit"] = per(lim)
+    if "encoder_offset" in fitted:
+        warns.append("encoder_offset: the servo's homing error has no Isaac Lab actuator field; FITTED['encoder_offset'] "
+                     "holds it (the real arm's angle = the simulated joint's + offset)")
     return act, warns
 
 
+def is_servo(record: DrRecord) -> bool:
+    """Whether the record is a position servo's fit (its gains ``kp`` or ``kd`` fitted)."""
+    return "kp" in record.fitted or "kd" in record.fitted
+
+
 def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = "envelope",
-                    physics_dt: float = TICK_S, physics: str = "newton") -> tuple[str, list[str]]:
+                    physics_dt: float = TICK_S, physics: str = "newton",
+                    effort_limit: Sequence[float] | None = None) -> tuple[str, list[str]]:
     """The module's source text and warnings.
 
     Args:
@@ -178,6 +207,7 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
         physics_dt: the Isaac Lab task's physics step ``sim.dt`` [s]; every delay (1 ms ticks) must be a
             whole number of these steps.
         physics: ``newton`` or ``physx`` (how the friction torque is written; see module docstring).
+        effort_limit: (N,) the arm's torque limits [N m]: a servo fit's ``actuator_effort_limit``.
 
     Raises:
         ValueError: bad ``viscous``/``physics``, a ``physics_dt`` that cannot represent the delay, or a
@@ -187,7 +217,7 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
         raise ValueError(f"viscous must be one of {VISCOUS_MODES}, got {viscous!r}")
     if not (physics_dt > 0 and math.isfinite(physics_dt)):
         raise ValueError(f"physics_dt must be > 0 [s], got {physics_dt!r}")
-    act, warns = actuator_values(record, physics)
+    act, warns = actuator_values(record, physics, effort_limit)
     delay = delay_steps(record.delay, physics_dt)
     if physics_dt != TICK_S:
         warns.append(f"delay converted from 1 ms ticks to physics steps of {physics_dt * 1e3:g} ms")
@@ -195,6 +225,9 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
         terms, sampled = _independent_terms(record, act)
     else:
         terms, sampled = _stock_joint_terms(record, viscous, act, warns)
+    gain_terms, gain_sampled = _gain_terms(record)
+    terms += gain_terms
+    sampled.update(gain_sampled)
     mass_terms, mass_sampled = _mass_terms(record)
     terms += mass_terms
     sampled.update(mass_sampled)
@@ -296,6 +329,27 @@ def _stock_joint_term(joint: str, params: dict, op: str) -> dict:
     """A stock ``mdp.randomize_joint_parameters`` term on one joint."""
     return {"func": "mdp.randomize_joint_parameters", "joint_names": [joint],
             "params": {**params, "operation": op, "distribution": "uniform"}}
+
+
+def _gain_terms(record: DrRecord) -> tuple[list[Term], Sampled]:
+    """A servo fit: per joint with a kp or kd range one stock ``mdp.randomize_actuator_gains`` term
+    (``operation="abs"``: stiffness and damping each drawn from its own range; Isaac Lab 3.0 writes Newton's
+    native actuator gains too). Isaac Lab refuses a stiffness range starting at 0: its lower end is then 1e-6."""
+    terms: list[Term] = []
+    sampled: Sampled = {}
+    for jk, j in enumerate(record.joint_names):
+        params: dict[str, object] = {}
+        for group, key, floor in (("kp", "stiffness_distribution_params", 1e-6), ("kd", "damping_distribution_params", 0.0)):
+            lab = _label(record, group, jk)
+            r = record.range_of(lab)
+            if r is not None:
+                r = (max(float(r[0]), floor), float(r[1]))
+                params[key] = r
+                sampled[lab] = r
+        if params:
+            terms.append((f"gains_{_ident(j)}", {"func": "mdp.randomize_actuator_gains", "joint_names": [j],
+                                                 "params": {**params, "operation": "abs", "distribution": "uniform"}}))
+    return terms, sampled
 
 
 def _mass_terms(record: DrRecord) -> tuple[list[Term], Sampled]:

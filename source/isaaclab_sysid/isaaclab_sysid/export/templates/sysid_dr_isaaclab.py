@@ -59,12 +59,16 @@ def _check_friction_units() -> None:
         )
 
 
-def make_actuator_cfg(stiffness: float = 0.0, damping: float = 0.0, randomize_delay: bool = True) -> DelayedPDActuatorCfg:
+def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | dict | None = None,
+                      randomize_delay: bool = True) -> DelayedPDActuatorCfg:
     """The arm's actuator with the fitted joint properties.
 
     Args:
-        stiffness, damping: joint PD gains of the explicit actuator (0 = the environment
-            sends efforts, e.g. a task-space impedance controller, delayed as on the real arm).
+        stiffness, damping: joint PD gains of the explicit actuator [N m/rad, N m s/rad]. None: a
+            position servo's fitted gains (``ACTUATOR_VALUES["stiffness"]``/``["damping"]``: the
+            servo's kp, kd; the actuator delays the position target, as the servo's bus does), else 0
+            (the environment sends efforts, e.g. a task-space impedance controller, delayed as on the
+            real arm).
         randomize_delay: min/max delay = the delay's randomization range (drawn per env; on
             Newton's native actuators by the ``actuator_delay`` event term); False: both = the
             fitted delay (then use ``make_events_cfg(randomize_delay=False)``).
@@ -74,10 +78,11 @@ def make_actuator_cfg(stiffness: float = 0.0, damping: float = 0.0, randomize_de
     values = {k: dict(v) for k, v in ACTUATOR_VALUES.items()}
     if PHYSICS == "newton":
         values.pop("dynamic_friction", None)  # Newton has one Coulomb level (and warns on a dynamic one)
+    fitted_kp, fitted_kd = values.pop("stiffness", 0.0), values.pop("damping", 0.0)
     return DelayedPDActuatorCfg(
         joint_names_expr=list(JOINT_NAMES),
-        stiffness=stiffness,
-        damping=damping,
+        stiffness=fitted_kp if stiffness is None else stiffness,
+        damping=fitted_kd if damping is None else damping,
         min_delay=lo,
         max_delay=hi,
         **values,
