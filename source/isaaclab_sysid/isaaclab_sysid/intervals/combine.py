@@ -12,6 +12,10 @@
    estimated per joint from the residual's coloured part, propagated through
    replicate rollouts, and every curvature / bootstrap interval narrower than
    what it causes is widened to it.
+5. the delay's uncertainty (``intervals/delay_union.py``): the delay profile re-optimized around the fitted
+   delay and tested by likelihood ratio on the HAC scale; where more than the fitted delay is accepted,
+   every curvature / bootstrap interval becomes the union over the accepted delays (each widened as in 3-4)
+   and the warnings name the delays and the numbers that move.
 
 **Which one the export uses, and why.** ``curvature`` (the HAC sandwich): it is
 the only one that is both cheap (one rollout of 2p + 1 + delays candidates) and
@@ -41,8 +45,9 @@ from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
 from isaaclab_sysid.intervals.cma_cov import cma_intervals
 from isaaclab_sysid.intervals.common import Interval, IntervalSet
-from isaaclab_sysid.intervals.consistency import consistency
-from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
+from isaaclab_sysid.intervals.consistency import Consistency, consistency
+from isaaclab_sysid.intervals.curvature import IntervalError, Sensitivity, curvature_intervals, sensitivity
+from isaaclab_sysid.intervals.delay_union import DelayUnion, mark_unreliable, profile_delays, union_intervals, union_warnings
 from isaaclab_sysid.intervals.process_noise import ProcessNoise, assess_process_noise, widening_factors
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.utils.atomic import atomic_write_json
@@ -224,6 +229,60 @@ def widen_for_process_noise(sets: dict[str, IntervalSet], pn: ProcessNoise, spac
             f"measurement noise does: intervals widened up to x{worst:.1f}"]
 
 
+def widen_conditional(sets: dict[str, IntervalSet], agree: Consistency, pn: ProcessNoise, labels: list[str],
+                      space: ParamSpace) -> None:
+    """Widen the curvature and bootstrap sets of another optimum (another delay) as the fitted delay's were: by the
+    runs' Birge ratio and to the process noise's standard errors."""
+    if agree.ratio is not None and agree.ratio > 1.0:
+        for m in ("curvature", "bootstrap"):
+            inflate(sets[m], agree.factors(labels), space,
+                    "widened x{f:.2f}: the runs' own optima disagree beyond their noise (Birge ratio)")
+    widen_for_process_noise(sets, pn, space)
+
+
+def delay_union(objective: ReplayObjective, sens: Sensitivity, result: FitResult, sets: dict[str, IntervalSet],
+                agree: Consistency, pn: ProcessNoise, level: float, fd_step: float, n_boot: int, seed: int,
+                max_iter: int = 5, max_delays: int = 8) -> tuple[DelayUnion | None, list[str]]:
+    """Carry the delay's uncertainty into the curvature and bootstrap intervals (intervals/delay_union.py).
+
+    Returns the record (None when the delay is not fitted) and the warnings; ``sets`` change only when a delay
+    other than the fitted one is accepted.
+    """
+    prof = profile_delays(objective, sens, result, level, max_iter, max_delays)
+    if prof is None:
+        return None, []
+    rec = DelayUnion(prof)
+    others = [d for d in prof.union_delays if d != prof.fitted]
+    rec.conditional[prof.fitted] = {iv.label: [iv.lower, iv.upper] for iv in sets["curvature"].intervals
+                                    if iv.group != "delay"}
+    if others:
+        space = objective.space
+        at: dict[int, dict[str, IntervalSet]] = {}
+        values = {}
+        for d in others:
+            try:
+                sd = sensitivity(objective, prof.points[d].x, fd_step, profile_delay=False)
+            except IntervalError:  # diverges at that delay: nothing bounds the numbers there
+                at[d] = {m: IntervalSet(m, level, []) for m in ("curvature", "bootstrap")}
+                values[d] = {}
+                continue
+            at[d] = {"curvature": curvature_intervals(sd, level),
+                     "bootstrap": block_bootstrap_intervals(sd, level, n_boot=n_boot, seed=seed)}
+            widen_conditional(at[d], agree, pn, list(sd.labels), space)
+            values[d] = dict(zip(sd.labels, (float(v) for v in sd.value[sd.cont])))
+            rec.conditional[d] = {iv.label: [iv.lower, iv.upper] for iv in at[d]["curvature"].intervals
+                                  if iv.group != "delay"}
+        for m in ("curvature", "bootstrap"):
+            r = union_intervals(sets[m], {d: at[d][m] for d in others}, prof, values)
+            if m == "curvature":
+                rec.width_ratio = r
+    warns = union_warnings(prof, rec.width_ratio)
+    if prof.fitted_rejected:
+        mark_unreliable([sets["curvature"], sets["bootstrap"]],
+                        f"fitted at delay {prof.fitted}, which the re-optimized delay profile rejects")
+    return rec, warns
+
+
 def flag_intervals(sets: dict[str, IntervalSet], result: FitResult, delay_profile: dict | None) -> list[str]:
     """Mark what the intervals cannot promise: values at a search bound, a misfit, a delay the held-out runs dispute.
 
@@ -274,8 +333,14 @@ def compute_all(
     n_boot: int = 1000,
     seed: int = 0,
     source: str | None = None,
+    delay_iter: int = 5,
+    delay_max: int = 8,
 ) -> IntervalReport:
-    """Every interval method on one fit (see module docstring); the result's loss and run weights are used."""
+    """Every interval method on one fit (see module docstring); the result's loss and run weights are used.
+
+    ``delay_iter``: LM iterations per round of the delay profile's re-optimization; ``delay_max``: at most this many
+    delays re-optimized (intervals/delay_union.py; 0 keeps the intervals conditional on the fitted delay).
+    """
     if method not in SELECTABLE:
         raise ValueError(f"unknown interval method '{method}' (choose from {', '.join(SELECTABLE)})")
     space, weights, traj_weights = result.space, result.loss_weights, result.traj_weights
@@ -284,7 +349,8 @@ def compute_all(
     x0 = np.asarray(result.best_x, dtype=float)
     timing = {}
     t0 = time.perf_counter()
-    sens = sensitivity(ReplayObjective(space, backend, runs, weights, traj_weights), x0, fd_step)
+    objective = ReplayObjective(space, backend, runs, weights, traj_weights)
+    sens = sensitivity(objective, x0, fd_step)
     timing["batched_rollout"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     sets = {
@@ -319,6 +385,14 @@ def compute_all(
     structure["process_noise"] = pn.to_json()
     timing["process_noise"] = time.perf_counter() - t0
     flag_warns += widen_for_process_noise(sets, pn, space)
+    if delay_max > 0:
+        t0 = time.perf_counter()
+        du, dwarns = delay_union(objective, sens, result, sets, agree, pn, level, fd_step, n_boot, seed, delay_iter,
+                                 delay_max)
+        if du is not None:
+            structure["delay"] = du.to_json(space)
+        flag_warns += dwarns
+        timing["delay_union"] = time.perf_counter() - t0
     flag_warns += flag_intervals(sets, result, delay_prof)
     warns = list(sets["curvature"].warnings) + flag_warns
     c, b = sets["curvature"].by_label(), sets["bootstrap"].by_label()

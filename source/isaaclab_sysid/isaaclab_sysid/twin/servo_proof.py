@@ -137,16 +137,23 @@ def judge(fit_dir: str | Path, truth: ServoTruth = SO101_TRUTH) -> ServoVerdict:
     fit_dir = Path(fit_dir)
     best = json.loads((fit_dir / "sysid_best_params.json").read_text())
     ivs = json.loads((fit_dir / "intervals.json").read_text())
+    return judge_intervals(ivs, truth, best.get("adequacy") or {})
+
+
+def judge_intervals(ivs: dict, truth: ServoTruth = SO101_TRUTH, adequacy: dict | None = None) -> ServoVerdict:
+    """:func:`judge` on an intervals report as a dict (``IntervalReport.to_dict()``, ``intervals.json``) and the
+    fit's adequacy record (``sysid_best_params.json``'s ``adequacy``; empty: no held-out figures)."""
     by_label = {e["label"]: e for e in ivs["methods"][ivs["selected"]]["intervals"]}
     rows = []
-    delay = None
+    delay, delay_iv = None, None
     viscous = any(e["group"] == "viscous" for e in by_label.values())
+    joints = load_robot("so101").joint_names
     for label, e in by_label.items():
         if e["group"] == "delay":
             delay = int(round(e["value"]))
+            delay_iv = (e.get("lower"), e.get("upper"))
             continue
-        joint = load_robot("so101").joint_names.index(e["joint"])
-        t = truth_of(truth, e["group"], joint, viscous)
+        t = truth_of(truth, e["group"], joints.index(e["joint"]), viscous)
         lo, hi = e.get("lower"), e.get("upper")
         flagged = None
         if not e.get("identifiable", True):
@@ -155,13 +162,92 @@ def judge(fit_dir: str | Path, truth: ServoTruth = SO101_TRUTH) -> ServoVerdict:
             flagged = f"unreliable: {e.get('note') or e.get('at_bound') or 'flagged by the intervals stage'}"
         covered = lo is not None and hi is not None and lo <= t <= hi
         rows.append(Judged(label, float(e["value"]), t, lo, hi, covered, None if covered else flagged))
-    adequacy = best.get("adequacy") or {}
+    adequacy = adequacy or {}
     held = [r for r in adequacy.get("runs", []) if r.get("heldout")]
     rmse = float(np.sqrt(np.mean([r["q_rms_all_mrad"] ** 2 for r in held]))) * 1e-3 if held else None
     floor = adequacy.get("floor_mrad")
-    notes = [f"adequacy: {adequacy.get('verdict')}: " + "; ".join(adequacy.get("messages", []))]
+    notes = [f"adequacy: {adequacy.get('verdict')}: " + "; ".join(adequacy.get("messages", []))] if adequacy else []
+    notes += [f"delay interval: {list(delay_iv)}"] if delay_iv is not None else []
+    notes += [w for w in ivs.get("warnings", []) if "delay" in w]
     return ServoVerdict(rows, -1 if delay is None else delay, int(truth.delay), rmse,
                         None if floor is None else float(floor) * 1e-3, notes)
+
+
+def frictionless(truth: ServoTruth = SO101_TRUTH) -> ServoTruth:
+    """The twin without Coulomb or static friction (the CI-size proofs' truth)."""
+    return dataclasses.replace(truth, friction=np.zeros(len(truth.kp)), static_friction=np.zeros(len(truth.kp)))
+
+
+@dataclass
+class DelayCase:
+    """The short-episode delay case judged twice: ``conditional``, the intervals at the fitted delay alone
+    (``compute_all(..., delay_max=0)``, what the intervals were before intervals/delay_union.py), and ``union``,
+    the default (the delay's uncertainty carried into them); ``delay`` is the union's record."""
+
+    conditional: ServoVerdict
+    union: ServoVerdict
+    delay: dict
+    seconds: dict
+
+
+def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None = 5, groups: str = "kp,kd,armature,delay",
+               refine_iter: int = 4, truth: ServoTruth | None = None, n_boot: int = 200) -> DelayCase:
+    """The short-episode case of docs/servo_arms.md section 6: on a ``duration_s`` episode of the frictionless twin,
+    the continuous numbers fitted at a wrong delay ``fit_delay`` (the true one is 7) absorb the difference.
+
+    With ``fit_delay`` set, the fitted point is the truth moved to that delay and refined there by at most
+    2 x ``refine_iter`` Levenberg-Marquardt iterations (the conditional optimum a fit that settles on that delay
+    returns; seconds instead of the fit's minutes). With ``fit_delay=None`` the fit runs as a user runs it
+    (``scripts/sysid_franka_osc.py``, ``--refine_iter refine_iter``). Both interval reports are computed in process.
+    """
+    import subprocess
+    import sys
+    import time
+
+    import tyro
+
+    from isaaclab_sysid.export.build import FitContext
+    from isaaclab_sysid.fit.problem import build_problem
+    from isaaclab_sysid.fit.refine import refine_point
+    from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.intervals.combine import compute_all
+    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.paths import REPO_ROOT
+
+    truth = frictionless() if truth is None else truth
+    out = Path(out)
+    sec = {}
+    t0 = time.perf_counter()
+    data = make_servo_dataset(out, duration_s=duration_s, n_fit=1, step_hold_s=0.5, truth=truth)
+    flags = fit_flags(data, out / "fit", groups, ("--refine_iter", str(refine_iter)))
+    adequacy: dict = {}
+    if fit_delay is None:
+        subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "sysid_franka_osc.py"), *flags], check=True,
+                       cwd=REPO_ROOT, capture_output=True, text=True)
+        ctx = FitContext.load(sorted(p for p in (out / "fit").iterdir() if p.is_dir())[-1])
+        result, problem = ctx.result, ctx.problem()
+        adequacy = json.loads((ctx.fit_dir / "sysid_best_params.json").read_text()).get("adequacy") or {}
+    else:
+        problem = build_problem(tyro.cli(FitArgs, args=flags, use_underscores=True), log=lambda s: None)
+        space, obj = problem.space, problem.objective()
+        viscous = "viscous" in space.group_names
+        true_vals = {g: (truth.delay if g == "delay" else
+                         np.array([truth_of(truth, g, j, viscous) for j in range(len(truth.kp))]))
+                     for g in space.group_names}
+        x = refine_point(obj, space.with_delay(space.normalize(true_vals), fit_delay), refine_iter, 0)
+        lb = obj.loss(x[None])
+        result = FitResult.from_search(space, x, float(lb.total[0]), run_names=obj.run_names,
+                                       weighted_loss=lb.per_run[:, 0] * obj.traj_weights, traj_weights=obj.traj_weights,
+                                       loss_weights=problem.weights)
+    sec["fit"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cond = compute_all(problem.backend, result, problem.runs, problem.heldout, n_boot=n_boot, delay_max=0)
+    sec["intervals_conditional"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    union = compute_all(problem.backend, result, problem.runs, problem.heldout, n_boot=n_boot)
+    sec["intervals_union"] = time.perf_counter() - t0
+    return DelayCase(judge_intervals(cond.to_dict(), truth, adequacy), judge_intervals(union.to_dict(), truth, adequacy),
+                     union.structure.get("delay", {}), sec)
 
 
 def run_proof(out: str | Path, duration_s: float = 20.0, groups: str = FULL_GROUPS, refine_iter: int = 30,
