@@ -6,7 +6,9 @@
 Methods: curvature (Gauss-Newton from one batched finite-difference rollout, HAC
 sandwich for autocorrelated residuals; used for export), bootstrap (moving-block,
 no extra rollouts), per_run (spread of one-step per-run optima), cma (CMA-ES
-final covariance, diagnostic). See docs/intervals_and_export.md.
+final covariance, diagnostic). Curvature and bootstrap carry the delay's
+uncertainty: the union over the delays the re-optimized delay profile accepts
+(intervals/delay_union.py). See docs/intervals_and_export.md.
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ def main(args: Args) -> int:
             txt = "-" if iv is None else ("unbounded" if not iv.bounded else f"[{iv.lower:.4g}, {iv.upper:.4g}]")
             row += f"{txt:>26s}"
         print(row)
+    d = rep.structure.get("delay")
+    if d:
+        print(f"delay: fitted {d['fitted']}, accepted by the re-optimized profile {d['accepted']}, interval "
+              f"{d['interval']}; depends on the delay: {', '.join(d.get('depends_on_delay', [])) or 'nothing'}")
     print(f"rho (held-out / fit loss) = {rep.structure.get('rho')}; timing {rep.timing_s}")
     return 0
 
