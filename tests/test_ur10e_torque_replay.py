@@ -22,11 +22,16 @@ def test_replay_fit_beats_urdf_everywhere_and_ls_pooled(tmp_path):
     res = run_study(CI, tmp_path, log=lambda s: None)
     print("\n" + res.table(load_robot("ur10e").joint_names))
     assert len(res.valid_files) == 11
+    for w, by in res.common.items():  # every model scored on the windows where all three stayed finite
+        a, b, c = (by[m] for m in MODELS)
+        assert a.scored and b.scored and c.scored and a.windows == b.windows == c.windows > 0, w
+        assert np.all(c.q_rms_mrad < a.q_rms_mrad), w  # the fit beats the URDF there too
     for w, by in res.scores.items():
         a, b, c = (by[m] for m in MODELS)
-        assert c.diverged == 0 and b.diverged == 0
-        # (c) beats the URDF model with zero joint terms on every joint, in q and in qd
-        assert np.all(c.q_rms_mrad < a.q_rms_mrad) and np.all(c.dq_rms_mrad_s < a.dq_rms_mrad_s), w
+        assert c.scored and b.scored
+        # (c) beats the URDF model with zero joint terms on every joint, in q and in qd, wherever the URDF is scored
+        if a.scored:
+            assert np.all(c.q_rms_mrad < a.q_rms_mrad) and np.all(c.dq_rms_mrad_s < a.dq_rms_mrad_s), w
         # and is no worse than the rigid-body LS model alone on the pooled figures
         assert c.q_pooled_mrad <= b.q_pooled_mrad and c.dq_pooled_mrad_s <= b.dq_pooled_mrad_s, w
     # a longer window drifts further: the scores measure drift, not only noise

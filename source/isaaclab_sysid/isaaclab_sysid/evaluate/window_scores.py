@@ -3,7 +3,13 @@
 Every window of a torque run starts at the measured state, so its error is the drift the model
 accumulates over the window's length; the RMS pools every sample of every window of every run.
 A window whose simulation diverged (|qd| beyond the backend's limit) keeps its samples up to the
-divergence and is counted, so a model that blows up is visible rather than silently dropped.
+divergence and is counted, so a model that blows up is visible rather than silently dropped; such a
+model's RMS flatters it (the samples after its divergence are missing) and :attr:`WindowScore.scored`
+is False.
+
+A comparison of models is only fair on the same windows: :func:`common_windows` marks the windows where
+every model stayed finite, and :func:`window_scores` with ``keep`` scores only those, so every model
+(a URDF nominal that diverges in most windows too) gets a number on the same samples.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.sim.interface import CandidateBatch
+from isaaclab_sysid.sim.interface import CandidateBatch, RunRollout
 
 
 @dataclass(frozen=True)
@@ -22,10 +28,11 @@ class WindowScore:
     """One model's window drift on a set of torque runs.
 
     Attributes:
-        q_rms_mrad: (N,) RMS of q_sim - q_real per joint over every finite sample [mrad].
+        q_rms_mrad: (N,) RMS of q_sim - q_real per joint over every finite sample scored [mrad].
         dq_rms_mrad_s: (N,) the same for qd [mrad/s].
-        windows: shooting windows scored; diverged: windows whose simulation diverged.
+        windows: shooting windows scored (all, or those kept); diverged: of those, windows whose simulation diverged.
         samples: samples scored (finite ones).
+        finite: per run, (W,) whether each of its windows stayed finite (all windows, kept or not).
     """
 
     q_rms_mrad: np.ndarray
@@ -33,6 +40,12 @@ class WindowScore:
     windows: int
     diverged: int
     samples: int
+    finite: tuple[np.ndarray, ...] = ()
+
+    @property
+    def scored(self) -> bool:
+        """Whether every window scored stayed finite (else the RMS counts only the samples before divergences)."""
+        return self.diverged == 0
 
     @property
     def q_pooled_mrad(self) -> float:
@@ -45,13 +58,45 @@ class WindowScore:
         return float(np.sqrt(np.mean(self.dq_rms_mrad_s**2)))
 
 
-def window_scores(backend, batch: CandidateBatch, runs: Sequence[Run]) -> list[WindowScore]:
+def score_rollouts(rollouts: Sequence[RunRollout], runs: Sequence[Run], windows: Sequence[np.ndarray], p: int,
+                   keep: Sequence[np.ndarray] | None = None) -> WindowScore:
+    """Candidate ``p``'s :class:`WindowScore` from its rollouts on ``runs`` cut into ``windows`` ((W, 2) per run).
+
+    ``keep``: per run, (W,) bool, the windows scored (None: all).
+    """
+    n = runs[0].n_dof
+    sq, sdq, cnt = np.zeros(n), np.zeros(n), 0
+    n_win, n_div = 0, 0
+    finite = []
+    for i, (run, ro, wins) in enumerate(zip(runs, rollouts, windows)):
+        eq = ro.q[p] - run.q
+        edq = ro.dq[p] - run.dq
+        ok = np.all(np.isfinite(eq), axis=1) & np.all(np.isfinite(edq), axis=1)
+        fin = np.array([bool(np.all(ok[a:b])) for a, b in wins], dtype=bool)
+        finite.append(fin)
+        kept = np.ones(len(wins), dtype=bool) if keep is None else np.asarray(keep[i], dtype=bool)
+        for (a, b), k in zip(wins, kept):
+            if not k:
+                continue
+            m = ok[a:b]
+            sq += np.sum(eq[a:b][m] ** 2, axis=0)
+            sdq += np.sum(edq[a:b][m] ** 2, axis=0)
+            cnt += int(m.sum())
+        n_win += int(kept.sum())
+        n_div += int(np.sum(kept & ~fin))
+    c = max(cnt, 1)
+    return WindowScore(1e3 * np.sqrt(sq / c), 1e3 * np.sqrt(sdq / c), n_win, n_div, cnt, tuple(finite))
+
+
+def window_scores(backend, batch: CandidateBatch, runs: Sequence[Run],
+                  keep: Sequence[np.ndarray] | None = None) -> list[WindowScore]:
     """Score each of the batch's P candidates on ``runs`` (torque runs) window by window.
 
     Args:
         backend: a backend with ``windows_of`` (the MuJoCo backend built with the window length).
         batch: P candidate parameter sets.
         runs: torque runs (``meta.controller == "torque"``).
+        keep: per run, (W,) bool: score only these windows (e.g. :func:`common_windows`); None: all.
 
     Returns:
         P :class:`WindowScore`, in batch order.
@@ -61,20 +106,10 @@ def window_scores(backend, batch: CandidateBatch, runs: Sequence[Run]) -> list[W
         raise ValueError(f"window scores need torque runs; {', '.join(bad)} are controller runs")
     rollouts = backend.rollout(batch, runs)
     windows = backend.windows_of(runs)
-    n = runs[0].n_dof
-    out = []
-    for p in range(batch.size):
-        sq, sdq, cnt = np.zeros(n), np.zeros(n), 0
-        n_win, n_div = 0, 0
-        for run, ro, wins in zip(runs, rollouts, windows):
-            eq = ro.q[p] - run.q
-            edq = ro.dq[p] - run.dq
-            ok = np.all(np.isfinite(eq), axis=1) & np.all(np.isfinite(edq), axis=1)
-            sq += np.sum(eq[ok] ** 2, axis=0)
-            sdq += np.sum(edq[ok] ** 2, axis=0)
-            cnt += int(ok.sum())
-            n_win += len(wins)
-            n_div += int(sum(not np.all(ok[a:b]) for a, b in wins))
-        c = max(cnt, 1)
-        out.append(WindowScore(1e3 * np.sqrt(sq / c), 1e3 * np.sqrt(sdq / c), n_win, n_div, cnt))
-    return out
+    return [score_rollouts(rollouts, runs, windows, p, keep) for p in range(batch.size)]
+
+
+def common_windows(scores: Sequence[WindowScore]) -> list[np.ndarray]:
+    """Per run, (W,) the windows where every scored model stayed finite (the scores' ``finite``, same runs and
+    window length)."""
+    return [np.logical_and.reduce([s.finite[i] for s in scores]) for i in range(len(scores[0].finite))]

@@ -10,7 +10,11 @@ Models, each replayed by the measured motor current x the authors' drive gains, 
   refinement) on identification runs, seeded by (b).
 
 Every validation file (never used for identification by the data's authors) is scored at two
-window lengths: per-joint RMS of q [mrad] and qd [mrad/s] (:mod:`~isaaclab_sysid.evaluate.window_scores`).
+window lengths: per-joint RMS of q [mrad] and qd [mrad/s] (:mod:`~isaaclab_sysid.evaluate.window_scores`),
+twice: on every window (a model that diverged in some is not scored there: its RMS would count only the
+samples before its divergence and flatter it; its row says in how many it diverged), and on the **common
+windows**, those where all three models stayed finite, so every model, the URDF's too, has a number on the
+same samples (the rows say how many windows that keeps and whose divergence dropped the others).
 ``benchmarks/ur10e_torque_replay.py`` runs it at full size; ``tests/test_ur10e_torque_replay.py`` CI-sized.
 """
 
@@ -23,8 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.importers.torque_runs import TorqueSource, read_ur10e_torque_run
-from isaaclab_sysid.evaluate.window_scores import WindowScore, window_scores
+from isaaclab_sysid.evaluate.window_scores import WindowScore, common_windows, window_scores
 from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.fit.outputs import read_config
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.data.formats.ur10e import list_runs, load_published_parameters, ur10e_dir
@@ -50,7 +55,8 @@ class StudySize:
     Attributes:
         fit_runs: identification_data file names the replay fit uses.
         num_envs, max_iter, refine_iter: the fit's CMA-ES population, generations and LM iterations.
-        fit_window_s: the fit's shooting window [s]; score_windows_s: the window lengths scored [s].
+        fit_window_s: the fit's shooting window [s] (None: chosen from the data, fit/shooting_floor.choose_window);
+            score_windows_s: the window lengths scored [s].
         rb_audit: poses per seed of the rigid-body audit (uniform, dense).
         channel_scale: the fit's ``--channel_scale`` (none, or rms: each joint's error over its RMS motion).
     """
@@ -59,20 +65,22 @@ class StudySize:
     num_envs: int
     max_iter: int
     refine_iter: int
-    fit_window_s: float = 0.5
+    fit_window_s: float | None = None
     score_windows_s: tuple[float, ...] = (0.2, 0.5)
     rb_audit: tuple[int, int] = (20000, 10000)
     channel_scale: str = "none"
 
 
-#: the fit's windows are 0.2 s: on the CI size, 0.5 s fit windows left wrist_1 worse than LS at both scored windows
-#: (1.37 vs 1.21 mrad at 0.2 s) and 0.2 s fit windows beat LS on every joint at 0.2 s (pooled 1.00 vs 1.31 mrad)
-CI = StudySize(fit_runs=("ur-20_02_06-20sec_5harm.csv",), num_envs=12, max_iter=4, refine_iter=4, rb_audit=(300, 200),
-               fit_window_s=0.2)
-#: five 20 s Fourier runs (three gave pooled q 1.11 / 5.00 mrad and wrist_1 1.47 / 5.84; five 1.04 / 4.77 and 1.25 / 4.84)
+#: the fit's window is the fit's own default, chosen from the data (fit/shooting_floor.choose_window: 0.05 s at the LS
+#: seed, whose residual is 1.4x the drift floor there and 2.8x at 0.1 s). On the CI size that gave pooled q 0.93 / 4.61
+#: mrad at 0.2 / 0.5 s against LS 1.31 / 5.51 (wrist_1 1.06 / 4.86 against 1.21 / 4.07); fixed 0.2 s fit windows gave
+#: 1.00 / 4.73 (wrist_1 1.19 / 4.96), 0.5 s ones 1.11 / 5.06 (wrist_1 1.37 / 5.33)
+CI = StudySize(fit_runs=("ur-20_02_06-20sec_5harm.csv",), num_envs=12, max_iter=4, refine_iter=4, rb_audit=(300, 200))
+#: five 20 s Fourier runs (with fixed 0.2 s fit windows: three gave pooled q 1.11 / 5.00 mrad and wrist_1 1.47 / 5.84;
+#: five 1.04 / 4.77 and 1.25 / 4.84)
 FULL = StudySize(fit_runs=("ur-20_02_06-20sec_5harm.csv", "ur-20_02_05-20sec_8harm.csv", "ur-20_02_06-20sec_10harm.csv",
                            "ur-20_02_05-20sec_12harm.csv", "ur-20_02_10-20sec_7harm.csv"),
-                 num_envs=24, max_iter=20, refine_iter=10, fit_window_s=0.2)
+                 num_envs=24, max_iter=20, refine_iter=10)
 
 
 @dataclass
@@ -80,9 +88,12 @@ class StudyResult:
     """Scores per window length and model, with what produced them.
 
     Attributes:
-        scores: window length [s] -> model name -> :class:`WindowScore` (pooled over the validation files).
+        scores: window length [s] -> model name -> :class:`WindowScore` on every window (pooled over the
+            validation files).
+        common: the same on the windows where every model stayed finite.
         fit: the replay fit's result; fit_dir: its output folder; rb_dir: the rigid-body output folder.
         valid_files: the validation files scored.
+        fit_window_s: the fit's shooting window [s] (given or chosen from the data).
     """
 
     scores: dict[float, dict[str, WindowScore]]
@@ -90,18 +101,36 @@ class StudyResult:
     fit_dir: Path
     rb_dir: Path
     valid_files: list[str]
+    common: dict[float, dict[str, WindowScore]]
+    fit_window_s: float
 
     def table(self, joint_names: Sequence[str]) -> str:
-        """Markdown table: per model and window, per-joint q and qd RMS, pooled, diverged windows."""
+        """Markdown table: per window length, every model on every window (a diverged model flagged, not scored),
+        then every model on the common windows (where all stayed finite); per-joint q and qd RMS, pooled."""
         short = [j.replace("_joint", "") for j in joint_names]
-        lines = [f"| window | model | q RMS [mrad] {' / '.join(short)} | pooled q | qd RMS [mrad/s] | pooled qd | "
-                 "diverged windows |", "|---|---|---|---|---|---|---|"]
+        lines = [f"| window | windows scored | model | q RMS [mrad] {' / '.join(short)} | pooled q | qd RMS [mrad/s] | "
+                 "pooled qd |", "|---|---|---|---|---|---|---|"]
         for w, by_model in self.scores.items():
+            total = next(iter(by_model.values())).windows
             for name, s in by_model.items():
-                lines.append(f"| {w:g} s | {name} | {' '.join(f'{v:.2f}' for v in s.q_rms_mrad)} | {s.q_pooled_mrad:.2f} | "
-                             f"{' '.join(f'{v:.1f}' for v in s.dq_rms_mrad_s)} | {s.dq_pooled_mrad_s:.1f} | "
-                             f"{s.diverged}/{s.windows} |")
+                if not s.scored:
+                    lines.append(f"| {w:g} s | all {total} | {name} | not scored: diverged in {s.diverged}/{s.windows} "
+                                 "windows | | | |")
+                    continue
+                lines.append(f"| {w:g} s | all {total} | {name} | {_row(s)} |")
+            common = self.common[w]
+            kept = next(iter(common.values())).windows
+            if kept == total:
+                continue
+            who = ", ".join(f"{m} diverged in {s.diverged}" for m, s in by_model.items() if not s.scored)
+            for name, s in common.items():
+                lines.append(f"| {w:g} s | common {kept}/{total} ({who}) | {name} | {_row(s)} |")
         return "\n".join(lines)
+
+
+def _row(s: WindowScore) -> str:
+    return (f"{' '.join(f'{v:.2f}' for v in s.q_rms_mrad)} | {s.q_pooled_mrad:.2f} | "
+            f"{' '.join(f'{v:.1f}' for v in s.dq_rms_mrad_s)} | {s.dq_pooled_mrad_s:.1f}")
 
 
 def identify_ls(out_dir: Path, audit: tuple[int, int], log: Callable[[str], None]) -> Path:
@@ -166,10 +195,22 @@ def run_study(size: StudySize, work: Path, log: Callable[[str], None] = print) -
                           torque_offset=np.stack([ls["torque_offset"], v["torque_offset"]]),
                           delay=np.array([0, int(v.get("delay", 0))], dtype=np.int64))
     scores: dict[float, dict[str, WindowScore]] = {}
+    common: dict[float, dict[str, WindowScore]] = {}
     for w in size.score_windows_s:
         opts = ReplayOptions(window_ticks=int(round(w * TICK_HZ)))
-        a = window_scores(MujocoBackend(urdf, opts), zero, runs)[0]
-        b, c = window_scores(MujocoBackend(ls_robot, opts), both, runs)
+        urdf_be, ls_be = MujocoBackend(urdf, opts), MujocoBackend(ls_robot, opts)
+        a = window_scores(urdf_be, zero, runs)[0]
+        b, c = window_scores(ls_be, both, runs)
         scores[w] = dict(zip(MODELS, (a, b, c)))
-        log(f"scored {len(runs)} validation files at {w:g} s windows")
-    return StudyResult(scores, fit, fit_dir, rb_dir, [f.name for f in valid])
+        keep = common_windows([a, b, c])
+        if all(k.all() for k in keep):
+            common[w] = scores[w]
+        else:
+            a2 = window_scores(urdf_be, zero, runs, keep)[0]
+            b2, c2 = window_scores(ls_be, both, runs, keep)
+            common[w] = dict(zip(MODELS, (a2, b2, c2)))
+        log(f"scored {len(runs)} validation files at {w:g} s windows"
+            + "".join(f"; {m} diverged in {s.diverged}/{s.windows}" for m, s in scores[w].items() if not s.scored)
+            + f"; all three finite in {sum(int(k.sum()) for k in keep)}")
+    return StudyResult(scores, fit, fit_dir, rb_dir, [f.name for f in valid], common,
+                       float(FitArgs.from_dict(read_config(fit_dir)["args"]).replay.window_s))
