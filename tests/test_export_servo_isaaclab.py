@@ -138,3 +138,29 @@ def test_servo_effort_limit_follows_the_fits_torque_limit_flag(exported):
     ctx.args.replay.torque_limit = (1.5,)
     assert servo_effort_limit(ctx) == pytest.approx([1.5] * 6)
     assert np.all(np.isfinite(robot.tau_max))
+
+
+def test_servo_usd_variant_authors_the_fitted_gains_per_degree(tmp_path):
+    """--usd for a servo fit: the sysid variant's drive carries kp, kd (per degree) and the torque limit; the joint
+    physics as for any arm. Read back with pxr from the written layer."""
+    pytest.importorskip("pxr", reason="needs pxr (the [isaaclab] extra)")
+    pytest.importorskip("urdf_usd_converter", reason="needs the [isaaclab] extra")
+    from pxr import Usd, UsdPhysics
+
+    from isaaclab_sysid.export.usd_variant import write_physics_variant
+
+    robot = load_robot("so101")
+    vals = {g: np.asarray(v) for g, v in FIT.items() if g != "encoder_offset"}
+    layer = write_physics_variant(robot, vals, tmp_path, "newton")
+    stage = Usd.Stage.Open(str(layer))
+    got = {}
+    for prim in stage.Traverse():
+        if prim.IsA(UsdPhysics.RevoluteJoint):
+            d = UsdPhysics.DriveAPI(prim, "angular")
+            got[prim.GetName()] = (d.GetStiffnessAttr().Get(), d.GetDampingAttr().Get(), d.GetMaxForceAttr().Get(),
+                                   prim.GetAttribute("newton:armature").Get())
+    per_deg = np.pi / 180
+    for k, j in enumerate(robot.joint_names):
+        kp, kd, lim, arm = got[j]
+        assert kp == pytest.approx(FIT["kp"][k] * per_deg, rel=1e-6) and kd == pytest.approx(FIT["kd"][k] * per_deg, rel=1e-6)
+        assert lim == pytest.approx(robot.tau_max[k], rel=1e-6) and arm == pytest.approx(FIT["armature"][k], rel=1e-6)

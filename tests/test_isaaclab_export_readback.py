@@ -146,3 +146,51 @@ def test_delay_matches_the_fit_at_another_physics_step_and_decimation(robot, tmp
     assert report.sim_dt == 0.0005 and report.delay_ticks == (2.0, 5.0)
     assert delay.exported == (4.0, 10.0) and delay.read == (4.0, 10.0) and not delay.failures
     assert report.latency_ok and report.ok, report.failures
+
+
+SERVO_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+SERVO_FIT = {
+    "kp": [12.0, 18.0, 15.0, 8.0, 6.0, 4.0],
+    "kd": [0.25, 0.35, 0.3, 0.12, 0.08, 0.05],
+    "armature": [0.012, 0.015, 0.012, 0.008, 0.006, 0.004],
+    "friction": [0.04, 0.05, 0.04, 0.03, 0.02, 0.02],
+}
+
+
+def _servo_record() -> DrRecord:
+    """An SO-101 servo fit (Coulomb friction: Newton) with a range on every number and a delay range [5, 9] ms."""
+    labels = {g: [f"{g}[{j}]" for j in SERVO_JOINTS] for g in SERVO_FIT}
+    ranges = {f"{g}[{j}]": {"value": v, "lower": 0.7 * v, "upper": 1.3 * v}
+              for g, vals in SERVO_FIT.items() for j, v in zip(SERVO_JOINTS, vals)}
+    ranges["delay"] = {"value": 7, "lower": 5, "upper": 9}
+    return DrRecord.from_json({
+        "source": "test", "joint_names": SERVO_JOINTS, "fitted": SERVO_FIT, "labels_per_joint": labels,
+        "ranges": ranges, "intervals": {k: {"lower": v["lower"], "upper": v["upper"]} for k, v in ranges.items()},
+        "delay": {"value_ticks": 7, "interval_ticks": [5, 9], "range_ticks": [5, 9], "tick_s": 0.001}, "masses": [],
+    })
+
+
+def test_servo_export_applied_in_isaaclab_reads_back_gains_effort_limit_and_delay(tmp_path):
+    """The SO-101 (its own USD from the URDF) with a servo export: every env starts at the fitted kp, kd (Newton's
+    native PD), the servo's effort limit and the fitted joint physics; the resets draw kp and kd inside their
+    ranges and over them; the effort limit stays; each env's latency is its delay."""
+    pytest.importorskip("isaaclab", reason="the read-back needs Isaac Lab (pip install -e '.[isaaclab]')")
+    pytest.importorskip("urdf_usd_converter", reason="the read-back needs the [isaaclab] extra")
+    from isaaclab_sysid.export.check import check_module, load_export_module
+    from isaaclab_sysid.robots import load_robot
+
+    so101 = load_robot("so101")
+    p = tmp_path / "sysid_dr_so101.py"
+    p.write_text(generate_module(_servo_record(), viscous="independent", effort_limit=list(so101.tau_max))[0])
+    report = check_module(load_export_module(p), so101, num_envs=16, resets=4, decimation=2, seed=2)
+    print("\n" + report.table())
+    assert report.ok, report.failures + [f"{r.label}: {r.failures}" for r in report.rows if r.failures]
+    rows = {r.label: r for r in report.rows}
+    for g in ("kp", "kd"):
+        for j, v in zip(SERVO_JOINTS, SERVO_FIT[g]):
+            r = rows[f"{g}[{j}]"]
+            assert r.nominal == pytest.approx((v, v), rel=1e-6) and r.n == 64
+            assert 0.7 * v - 1e-6 <= r.read[0] < r.read[1] <= 1.3 * v + 1e-6
+    for j, lim in zip(SERVO_JOINTS, so101.tau_max):
+        assert rows[f"effort_limit[{j}]"].nominal == pytest.approx((lim, lim), rel=1e-6)
+    assert rows["delay"].read == (5.0, 9.0) and report.latency_ok

@@ -24,7 +24,7 @@ from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.param_space import GROUPS, ParamSpace
 from isaaclab_sysid.fit.problem import FitProblem, build_problem
 from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
-from isaaclab_sysid.robots import load_robot
+from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.timebase import TICK_S
 from isaaclab_sysid.utils.atomic import atomic_write_text
 from isaaclab_sysid.utils.json_io import read_json
@@ -204,6 +204,25 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
     return {"json": pj, "yaml": py, "module": pm}, warns
 
 
+def fit_robot(ctx: FitContext) -> Robot:
+    """The arm a fit folder was fitted on (``config.json``'s robot or its first run's, with ``--nominal`` inertials),
+    without reading every run.
+
+    Raises:
+        ExportError: no config.json, or the robot cannot be rebuilt (one line).
+    """
+    from isaaclab_sysid.fit.problem import build_robot
+
+    if ctx.args is None:
+        raise ExportError(f"{ctx.fit_dir}: no config.json: give --robot")
+    runs = ctx.args.runs
+    try:
+        first = read_run(runs.real_csv[0], runs.real_sidecar[0] if runs.real_sidecar else None)
+        return build_robot(ctx.args, [first])
+    except (RunFormatError, FitError, IndexError) as exc:
+        raise ExportError(f"{ctx.fit_dir}/config.json: cannot rebuild the fit's robot: {exc}") from None
+
+
 def servo_effort_limit(ctx: FitContext) -> list[float] | None:
     """(N,) the servo's torque limits [N m] for a fit of position servos (``kp``/``kd`` fitted): the fit's arm's
     (its config, or ``--torque_limit``), as the fit's replay clamps; None for any other fit."""
@@ -211,9 +230,7 @@ def servo_effort_limit(ctx: FitContext) -> list[float] | None:
         return None
     if ctx._problem is not None:
         return [float(v) for v in ctx._problem.robot.tau_max]
-    from isaaclab_sysid.export.check import robot_of_fit
-
-    robot = robot_of_fit(ctx.fit_dir)
+    robot = fit_robot(ctx)
     if ctx.args is not None and ctx.args.replay.torque_limit:
         robot = robot.with_real_controller(torque_limit=ctx.args.replay.torque_limit)
     return [float(v) for v in robot.tau_max]

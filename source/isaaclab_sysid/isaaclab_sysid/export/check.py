@@ -21,6 +21,12 @@ reset redraws them. Then:
    it; in seconds it is the fit's delay in 1 ms ticks at the env's ``sim.dt``,
    whatever the decimation.
 
+A position servo's export (``ACTUATOR_VALUES["stiffness"]``: kp, kd fitted) adds the actuator's
+gains, read from Newton's native actuator (``controller`` ``kp``, ``kd``): right after construction
+they must be the fitted ones, after the resets inside their ranges and spread over them (the
+``randomize_actuator_gains`` terms); its effort limit (``clamping`` ``max_effort``) must stay the
+exported one. The latency probe then stays below the effort limit (half of the smallest).
+
 Isaac Lab allows one simulation per process: the job builds one environment and
 closes it.
 """
@@ -136,23 +142,14 @@ class CheckReport:
 
 def robot_of_fit(fit_dir: str | Path) -> Robot:
     """The arm a fit folder was fitted on (``config.json``'s robot or its first run's, with ``--nominal`` inertials)."""
-    from isaaclab_sysid.data import RunFormatError, read_run
-    from isaaclab_sysid.export.build import FitContext
-    from isaaclab_sysid.fit.errors import FitError
-    from isaaclab_sysid.fit.problem import build_robot
+    from isaaclab_sysid.export.build import FitContext, fit_robot
 
     try:
-        ctx = FitContext.load(fit_dir)
+        return fit_robot(FitContext.load(fit_dir))
+    except CheckError:
+        raise
     except ExportError as exc:
         raise CheckError(str(exc)) from None
-    if ctx.args is None:
-        raise CheckError(f"{fit_dir}: no config.json: give --robot")
-    runs = ctx.args.runs
-    try:
-        first = read_run(runs.real_csv[0], runs.real_sidecar[0] if runs.real_sidecar else None)
-        return build_robot(ctx.args, [first])
-    except (RunFormatError, FitError, IndexError) as exc:
-        raise CheckError(f"{fit_dir}/config.json: cannot rebuild the fit's robot: {exc}") from None
 
 
 def spread_tolerance(n: int) -> float:
@@ -201,10 +198,30 @@ def _env_cfg(mod: ModuleType, robot: Robot, num_envs: int, decimation: int, sim_
         for term in vars(events).values():
             if isinstance(term, EventTermCfg):
                 term.mode = events_mode
+    if is_servo_module(mod):
+        # a servo's PD acts on the arm's state: every reset puts the arm back at rest at its position target, so the
+        # latency probe sees the probe alone (the Frankas' effort path needs no state and keeps no such term)
+        from isaaclab.managers import EventTermCfg, SceneEntityCfg
+
+        events.sysid_check_rest = EventTermCfg(func=_rest_at_target, mode="reset",
+                                               params={"asset_cfg": SceneEntityCfg(mod.ASSET_NAME)})
     return ManagerBasedEnvCfg(
         sim=SimulationCfg(dt=sim_dt, device=device, gravity=(0.0, 0.0, 0.0), physics=physics_cfg("newton")),
         scene=scene, decimation=decimation, observations={"policy": obs}, actions=ActionsCfg(), events=events, seed=seed,
     )
+
+
+def _rest_at_target(env, env_ids, asset_cfg) -> None:
+    """Event term of the servo check: the arm at rest at its default posture, which is also its position target."""
+    import torch
+
+    asset = env.scene[asset_cfg.name]
+    ids = torch.arange(env.scene.num_envs, device=asset.device) if env_ids is None or isinstance(env_ids, slice) \
+        else torch.as_tensor(env_ids, device=asset.device)
+    pos = asset.data.default_joint_pos.torch[ids].clone()
+    asset.write_joint_position_to_sim_index(position=pos, env_ids=ids)
+    asset.write_joint_velocity_to_sim_index(velocity=torch.zeros_like(pos), env_ids=ids)
+    asset.set_joint_position_target_index(target=pos, env_ids=ids)
 
 
 class _EffortLog:
@@ -219,8 +236,8 @@ class _EffortLog:
         self.rows.append(self.art.actuators.applied_effort.torch.detach().cpu().numpy().astype(np.float64).copy())
 
 
-def _measure_latency(env, art, n_joints: int, hi: int, log: _EffortLog) -> np.ndarray:
-    """(E,) physics steps between commanding :data:`PROBE_EFFORT` and the actuator applying it.
+def _measure_latency(env, art, n_joints: int, hi: int, log: _EffortLog, probe: float = PROBE_EFFORT) -> np.ndarray:
+    """(E,) physics steps between commanding ``probe`` [N m] and the actuator applying it.
 
     The env steps with zero effort for ``hi + 1`` physics steps (so the delay buffer holds zeros),
     then with the probe; the first physics step whose applied effort is the probe, counted from the
@@ -238,9 +255,9 @@ def _measure_latency(env, art, n_joints: int, hi: int, log: _EffortLog) -> np.nd
     if start != n_zero * D:
         raise CheckError(f"expected {n_zero * D} physics steps from {n_zero} env steps of decimation {D}, recorded {start}")
     for _ in range(math.ceil((hi + 2) / D)):
-        env.step(torch.full((E, n_joints), PROBE_EFFORT, device=env.device))
+        env.step(torch.full((E, n_joints), probe, device=env.device))
     eff = np.stack(log.rows[start:])  # (steps, E, N)
-    on = np.all(np.abs(eff - PROBE_EFFORT) < 1e-4, axis=2)  # (steps, E)
+    on = np.all(np.abs(eff - probe) < 1e-4, axis=2)  # (steps, E)
     lat = np.where(on.any(0), on.argmax(0), -1)
     return lat
 
@@ -295,6 +312,12 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
         NewtonManager.register_post_actuator_callback(elog)
         env.step(_zeros(env, len(names)))  # one physics step: the solver's arrays are refreshed from Newton's model
         nominal = _read(names, num_envs, failures, "after construction")
+        servo = is_servo_module(mod)
+        gain_nominal = _read_gains(art, ids) if servo else None
+        gain_draws = {g: [] for g in SERVO_GAINS}
+        probe = PROBE_EFFORT
+        if servo and "actuator_effort_limit" in mod.ACTUATOR_VALUES:
+            probe = min(PROBE_EFFORT, 0.5 * min(float(v) for v in mod.ACTUATOR_VALUES["actuator_effort_limit"].values()))
         lo_d, hi_d = tuple(int(v) for v in getattr(mod, "DELAY_RANGE_STEPS", (0, 0)))
         draws = {g: [] for g in GROUPS}
         delays, latency_ok = [], True
@@ -302,12 +325,16 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
             env.reset()
             lat = None
             if hi_d > 0:
-                lat = _measure_latency(env, art, len(names), hi_d, elog)
+                lat = _measure_latency(env, art, len(names), hi_d, elog, probe)
             else:
                 env.step(_zeros(env, len(names)))  # one step so the solver's arrays are refreshed
             vals = _read(names, num_envs, failures, f"reset {r}")
             for g in GROUPS:
                 draws[g].append(vals[g])
+            if servo:
+                got = _read_gains(art, ids)
+                for g in SERVO_GAINS:
+                    gain_draws[g].append(got[g])
             try:
                 d = actuator_delay_steps(art, "sysid_arm") if hi_d > 0 else np.zeros(num_envs, dtype=np.int64)
             except ValueError as exc:
@@ -319,6 +346,8 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
                 failures.append(f"reset {r}: env {bad} applies the effort {lat[bad]} physics steps late, its actuator "
                                 f"delay is {d[bad]}")
         rows = _rows(mod, names, nominal, draws, np.concatenate(delays), num_envs * resets)
+        if servo:
+            rows += _gain_rows(mod, names, gain_nominal, gain_draws)
         delay = getattr(mod, "DELAY_RANGE_STEPS", None)
         ticks = None if delay is None else (delay[0] * dt / TICK_S, delay[1] * dt / TICK_S)
         log(f"checked {len(rows)} numbers over {num_envs} envs x {resets} resets")
@@ -327,6 +356,62 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
         env.close()
         if SimulationContext.instance() is not None:
             SimulationContext.clear_instance()
+
+
+#: a servo export's gains: the fitted group -> the attribute of Newton's native PD controller
+SERVO_GAINS = {"kp": "kp", "kd": "kd"}
+
+
+def is_servo_module(mod: ModuleType) -> bool:
+    """Whether an exported module is a position servo's (its actuator carries fitted gains)."""
+    return "stiffness" in getattr(mod, "ACTUATOR_VALUES", {})
+
+
+def _read_gains(art, ids) -> dict[str, np.ndarray]:
+    """(E, N) kp, kd and the effort limit (``effort``) of the arm's Newton actuator group, columns in the export's
+    joint order (``ids``: the articulation's index of each exported joint)."""
+    from isaaclab.actuators.newton import read_group_parameter
+
+    order = np.argsort(np.argsort(np.asarray(ids)))  # the group's columns follow the articulation's joint order
+    out = {}
+    for g, attr in (*SERVO_GAINS.items(), ("effort", "max_effort")):
+        comp = "clamping" if g == "effort" else "controller"
+        try:
+            v = read_group_parameter(art.actuators, "sysid_arm", comp, attr).cpu().numpy().astype(np.float64)
+        except ValueError as exc:
+            raise CheckError(f"cannot read the actuator's {attr}: {exc}") from None
+        out[g] = v[:, order]
+    return out
+
+
+def _gain_rows(mod: ModuleType, names: list[str], nominal: dict, draws: dict) -> list[CheckRow]:
+    """Rows of a servo export's gains (randomized) and effort limits (fixed)."""
+    sampled_all = getattr(mod, "SAMPLED_RANGES", {})
+    rows = []
+    for g in SERVO_GAINS:
+        if g not in mod.FITTED:
+            continue
+        got = np.concatenate(draws[g])
+        for jk, j in enumerate(names):
+            label = f"{g}[{j}]"
+            exported = mod.RANGES.get(label)
+            exported = None if exported is None or exported[0] is None else (float(exported[0]), float(exported[1]))
+            sampled = sampled_all.get(label)
+            col, nom = got[:, jk], nominal[g][:, jk]
+            row = CheckRow(label, float(mod.FITTED[g][jk]), exported,
+                           None if sampled is None else (float(sampled[0]), float(sampled[1])),
+                           (float(nom.min()), float(nom.max())), (float(col.min()), float(col.max())), int(col.size))
+            _judge(row, nom, col, sampled is not None)
+            rows.append(row)
+    limits = mod.ACTUATOR_VALUES.get("actuator_effort_limit")
+    if limits:
+        for jk, j in enumerate(names):
+            nom = nominal["effort"][:, jk]
+            row = CheckRow(f"effort_limit[{j}]", float(limits[j]), None, None, (float(nom.min()), float(nom.max())),
+                           (float(nom.min()), float(nom.max())), int(nom.size))
+            _judge(row, nom, nom, False)
+            rows.append(row)
+    return rows
 
 
 def _zeros(env, n: int):

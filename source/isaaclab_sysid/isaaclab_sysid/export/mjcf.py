@@ -48,6 +48,7 @@ Torque runs (``--replay torque``, shooting windows) are not replayed by the driv
 
 from __future__ import annotations
 
+import copy
 import math
 import xml.etree.ElementTree as ET
 from collections import deque
@@ -237,7 +238,7 @@ def _fmt(v) -> str:
     return " ".join(repr(float(x)) if math.isfinite(x) else ("inf" if x > 0 else "-inf") for x in a)
 
 
-def _precise_xml(spec: mujoco.MjSpec, model: mujoco.MjModel) -> str:
+def _precise_xml(spec: mujoco.MjSpec) -> str:
     """``spec.to_xml()`` with every number this export depends on rewritten at full precision.
 
     MuJoCo's writer rounds to 6 significant digits. Bodies (pos, quat), inertials (pos, quat, mass,
@@ -302,8 +303,8 @@ def mjcf_text(robot: Robot, fit: FittedJoints, options: ReplayOptions,
               servo_gains: tuple[np.ndarray, np.ndarray] | None = None) -> str:
     """The MJCF text of the fitted model (:func:`fitted_spec`, full precision)."""
     spec = fitted_spec(robot, fit, options, servo_gains)
-    model = spec.compile()
-    return _precise_xml(spec, model)
+    spec.compile()  # refuses a spec MuJoCo cannot build before anything is written
+    return _precise_xml(spec)
 
 
 def write_mjcf(path: str | Path, robot: Robot, fit: FittedJoints, options: ReplayOptions,
@@ -347,7 +348,8 @@ def read_facts(model: mujoco.MjModel) -> MjcfFacts:
 
     delay = num("delay_ticks")
     if delay is None:
-        raise MjcfError(f"model '{model.names[:40]!r}...' has no {PREFIX}delay_ticks: not written by isaaclab_sysid")
+        raise MjcfError(f"the model has no <numeric name=\"{PREFIX}delay_ticks\">: not written by isaaclab_sysid's "
+                        "MJCF export (export_dr.py --mjcf)")
     return MjcfFacts(delay=int(round(float(delay[0]))), tick_s=float(num("tick_s")[0]), servo=bool(num("servo")[0]),
                      encoder_offset=num("encoder_offset"), mu_static=num("mu_static"),
                      stribeck_velocity=num("stribeck_velocity"), slew_per_tick=num("slew_per_tick"))
@@ -487,7 +489,7 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
                     hist.extend([tau] * delay)
                 hist.append(tau)
                 applied = hist.popleft()  # the command of delay ticks ago
-            if facts.slew_per_tick is not None and options.slew_limit:
+            if facts.slew_per_tick is not None:  # written only when the fit used the slew limit
                 applied = prev + np.clip(applied - prev, -facts.slew_per_tick, facts.slew_per_tick)
             d.ctrl[:] = applied
             prev = np.clip(applied, -lim, lim) if lim is not None else applied
@@ -505,8 +507,6 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
 
 def copy_model(model: mujoco.MjModel) -> mujoco.MjModel:
     """A private copy of a model (the driver changes gravity, gains and frictionloss in it)."""
-    import copy
-
     return copy.copy(model)
 
 

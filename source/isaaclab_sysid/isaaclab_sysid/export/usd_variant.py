@@ -20,7 +20,11 @@ and selects one with ``UsdFileCfg(variants={"Physics": ...})``.
   Rotational damping is authored per degree, as both schemas define it (Newton's
   importer and PhysX multiply it by 180/pi); the drive has zero gains because the
   fit identified the joint physics under an explicit torque (the delay and the
-  controller live in the actuator config, which USD does not carry).
+  controller live in the actuator config, which USD does not carry). A position
+  servo's fit (``kp``, ``kd``: the SO-101) authors its fitted gains as the drive's
+  stiffness and damping instead, per degree (``kp x pi/180`` N m/deg, ``kd x pi/180``
+  N m s/deg): the servo is part of the arm. That drive is the simulator's implicit
+  PD without the bus delay; the delayed explicit servo is the actuator config's.
 
 Newton has one Coulomb level: a static/dynamic fit (``mu_static``,
 ``dynamic_ratio`` != 1) is refused for ``newton``. PhysX before Isaac Sim 5 reads
@@ -72,6 +76,9 @@ def joint_values(values: Mapping[str, np.ndarray], joint_names: list[str], physi
             out[j]["friction"] = out[j]["dynamic_friction"] = float(arr["friction"][k])
         if "viscous" in arr:
             out[j]["viscous"] = float(arr["viscous"][k])
+        for g in ("kp", "kd"):  # a position servo's fitted gains [N m/rad, N m s/rad]
+            if g in arr:
+                out[j][g] = float(arr[g][k])
     return out
 
 
@@ -113,8 +120,8 @@ def _author(prim, vals: Mapping[str, float], tau_max: float, physics: str) -> No
             put(pre + "viscousFrictionCoefficient", vals["viscous"] * _PER_DEG)
     drive = UsdPhysics.DriveAPI.Apply(prim, "angular")
     drive.CreateTypeAttr("force")
-    drive.CreateStiffnessAttr(0.0)
-    drive.CreateDampingAttr(0.0)
+    drive.CreateStiffnessAttr(float(vals.get("kp", 0.0) * _PER_DEG))  # per degree, as the schema defines it
+    drive.CreateDampingAttr(float(vals.get("kd", 0.0) * _PER_DEG))
     drive.CreateMaxForceAttr(float(tau_max))
 
 
