@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 import tyro
 
-from isaaclab_sysid.twin.servo_proof import ServoVerdict, delay_case
+from isaaclab_sysid.twin.servo_proof import CI_GROUPS, ServoVerdict, delay_case
 from isaaclab_sysid.utils.atomic import atomic_write_json
 
 
@@ -35,8 +35,8 @@ class Args:
     """None: fit with scripts/sysid_franka_osc.py; else the truth refined at this delay [ticks of 1 ms]."""
     refine_iter: int = 15
     """--refine_iter of the fit (with --fit_delay: LM iterations per phase at that delay)."""
-    groups: str = "kp,kd,armature,delay"
-    """The fitted groups (--fit_groups)."""
+    groups: str = CI_GROUPS
+    """The fitted groups (--fit_groups; the default: the CI-size proof's)."""
 
 
 def counts(v: ServoVerdict) -> dict:

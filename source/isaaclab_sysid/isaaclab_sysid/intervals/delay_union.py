@@ -19,15 +19,18 @@ conditional intervals miss the truth while looking confident. This module makes 
    profile this is the Wald statistic with the HAC variance; d is *accepted* when LR(d) <= chi^2_1(level).
 2. **The profile walk** (:func:`profile_delays`). The walk starts at the fitted delay and, when the
    screening profile (below) has its minimum elsewhere, at that minimum too; it then steps outward one
-   tick at a time from every accepted delay. A delay is re-optimized by at most ``max_iter`` LM iterations
-   (:class:`~isaaclab_sysid.fit.refine.LMRefiner`, its delay held fixed) from the better (lower loss) of
-   two starts: the nearest re-optimized delay's optimum moved to d, and the fit's own track at d when the
-   refinement left one; the delays of one round share one refiner (batched rollouts). Before that, a delay is *screened out* without re-optimization
+   tick at a time from every accepted delay. A delay is re-optimized by the refiner
+   (:class:`~isaaclab_sysid.fit.refine.LMRefiner`, its delay held fixed, its phase 1 only, ``max_iter``
+   its per-phase budget) from the better (lower loss) of two starts: the nearest re-optimized delay's
+   optimum moved to d, and the fit's own track at d when the refinement left one; the delays of one round
+   share one refiner (batched rollouts). Before that, a delay is *screened out* without re-optimization
    when both cheap estimates of its profile loss, the fit's track at that delay and one Gauss-Newton step
    from the optimum (curvature.py's profile), put it above ``screen_factor`` x chi^2_1(level): a sharp
    delay costs nothing. At most ``max_delays`` delays are re-optimized (the walk says so when it stops
-   there). Cost: per round one rollout of the starts (two per delay at most), then at most ``max_iter``
-   iterations of (p + 4) candidates per delay, p the continuous entries.
+   there). Cost: per round one rollout of the starts (two per delay at most), then per iteration and
+   delay a finite-difference Jacobian (p + 1 candidates, p the continuous entries; the refiner may reuse
+   it with Broyden updates) and one to three trial steps; the record keeps the LM iterations and the
+   rollout candidates spent.
 3. **The union** (:func:`union_intervals`, called by ``combine.compute_all``): at each accepted delay other
    than the fitted one the continuous numbers get their own curvature and bootstrap intervals (one
    sensitivity rollout of 2p + 1 candidates there, widened as at the fitted delay); each continuous
@@ -50,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.intervals.common import IntervalSet, chi2_1, z_of
@@ -121,7 +125,9 @@ class DelayProfile:
         """The delay of the lowest profile loss among the re-optimized delays (and the fitted one)."""
         return min((p for p in self.points.values() if p.x is not None), key=lambda p: p.loss).delay
 
-    def to_json(self, space=None) -> dict:
+    def to_json(self, space: ParamSpace | None = None) -> dict:
+        """JSON-able record (``intervals.json`` ``structure.delay``); with ``space`` each re-optimized delay's decoded
+        optimum (label -> value) is included."""
         pts = {}
         for d, p in sorted(self.points.items()):
             e = {"loss": p.loss, "statistic": p.statistic, "accepted": p.accepted, "source": p.source}
@@ -249,7 +255,7 @@ def profile_delays(objective: ReplayObjective, sens: Sensitivity, result: FitRes
             if d in tracks:
                 starts.append(space.with_delay(tracks[d].x, d))
                 labels.append(f"the fit's track at delay {d}")
-            ref = LMRefiner(objective, RefineSettings(max_iter=max_iter, delay_neighbours=0))
+        ref = LMRefiner(objective, RefineSettings(max_iter=max_iter, delay_neighbours=0))
         state = ref.start(starts[0], starts[1:], labels)
         prof.candidates += len(starts)
         for d in ds:  # refine only the better start of each delay
@@ -305,6 +311,7 @@ def profile_delays(objective: ReplayObjective, sens: Sensitivity, result: FitRes
 
 
 def conditional_width(lo: float | None, hi: float | None) -> float | None:
+    """hi - lo in the number's decoded units (None when unbounded)."""
     return None if lo is None or hi is None else hi - lo
 
 
@@ -403,7 +410,9 @@ class DelayUnion:
     width_ratio: dict[str, float] = field(default_factory=dict)
     conditional: dict[int, dict[str, list]] = field(default_factory=dict)
 
-    def to_json(self, space) -> dict:
+    def to_json(self, space: ParamSpace) -> dict:
+        """:meth:`DelayProfile.to_json` plus the union's widening, the numbers that depend on the delay and the
+        conditional intervals."""
         d = self.profile.to_json(space)
         d["width_ratio"] = {k: (v if math.isfinite(v) else None) for k, v in self.width_ratio.items()}
         d["depends_on_delay"] = sorted(k for k, v in self.width_ratio.items() if v > DEPENDS_RATIO)

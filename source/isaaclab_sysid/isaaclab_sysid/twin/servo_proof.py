@@ -59,6 +59,8 @@ def make_servo_dataset(out: str | Path, duration_s: float = 20.0, truth: ServoTr
 
 
 FULL_GROUPS = "kp,kd,armature,mu_static,dynamic_ratio,stribeck_velocity,delay,encoder_offset"
+#: the CI-size proofs' groups (the frictionless twin: tests/test_servo_proof.py)
+CI_GROUPS = "kp,kd,armature,delay,encoder_offset"
 
 
 def fit_flags(data: ServoDataset, log_dir: str | Path, groups: str = FULL_GROUPS,
@@ -190,7 +192,7 @@ class DelayCase:
     seconds: dict
 
 
-def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None = 5, groups: str = "kp,kd,armature,delay",
+def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None = 5, groups: str = CI_GROUPS,
                refine_iter: int = 4, truth: ServoTruth | None = None, n_boot: int = 200) -> DelayCase:
     """The short-episode case of docs/servo_arms.md section 6: on a ``duration_s`` episode of the frictionless twin,
     the continuous numbers fitted at a wrong delay ``fit_delay`` (the true one is 7) absorb the difference.
