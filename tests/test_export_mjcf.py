@@ -192,3 +192,31 @@ def test_the_driver_takes_the_static_friction_and_offset_from_the_file(so101_fit
         p = mjcf.write_mjcf(tmp_path / "x.xml", robot, dataclasses.replace(fit, **change), opts)
         chk = mjcf.check_mjcf(p, robot, ctx.result, problem.heldout, opts, fit_states=ref)
         assert not chk.passed and chk.worst > 1e-4 and math.isfinite(chk.worst), (change, chk.worst)
+
+
+def test_torque_replay_fit_mjcf_replays_its_windows_within_1e_6(tmp_path):
+    """A torque replay (--replay torque, the UR10e's kind of fit; here the Franka torque twin): the motors apply the
+    logged torque less the fitted offset, delayed, window by window from the measured states."""
+    from isaaclab_sysid.importers.torque_runs import TorqueSource, torque_run
+    from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+    from isaaclab_sysid.sim.interface import ReplayOptions
+    from isaaclab_sysid.twin.demo import joint_target
+    from isaaclab_sysid.twin.torque_twin import OFFSET, torque_logged
+
+    robot = load_robot("franka_panda")
+    logged = torque_logged(robot, joint_target(robot, 1.5, seed=29, name="held"), seed=2, noise=0.02, offset=OFFSET)
+    run = torque_run(logged, TorqueSource("tau", includes_gravity=False))
+    vals = {**{g: np.asarray(v) for g, v in FRANKA_FIT.items() if g != "delay"}, "delay": 2,
+            "torque_offset": np.asarray(OFFSET, dtype=float)}
+    space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in vals}, robot.n_dof, robot.joint_names)
+    result = FitResult.from_search(space, space.normalize(vals), 0.0, run_names=["r"], weighted_loss=np.zeros(1),
+                                   traj_weights=np.ones(1))
+    opts = ReplayOptions(window_ticks=200)
+    fit = mjcf.fitted_joints(result, robot.n_dof, opts.stribeck_velocity)
+    assert fit.torque_offset is not None and np.any(fit.torque_offset != 0)
+    path = mjcf.write_mjcf(tmp_path / "franka_torque.xml", robot, fit, opts)
+    check = mjcf.check_mjcf(path, robot, result, [run], opts)
+    print("\n".join(check.lines()))
+    assert check.passed and check.samples == [run.n_samples], check.lines()
+    no_offset = mjcf.write_mjcf(tmp_path / "x.xml", robot, dataclasses.replace(fit, torque_offset=None), opts)
+    assert mjcf.check_mjcf(no_offset, robot, result, [run], opts).worst > 1e-4

@@ -272,10 +272,6 @@ def export_mjcf(ctx: FitContext, out_dir: str | Path, tol: float | None = None,
     if not runs:
         log("the fit has no held-out runs: the MJCF check replays its fit runs")
         runs = list(problem.runs)
-    runs = [r for r in runs if r.meta.controller != "torque"]
-    if not runs:
-        raise ExportError(f"{ctx.fit_dir}: every run is a torque run (--replay torque): the MJCF check does not replay "
-                          "torque runs yet, so no MJCF is written")
     stated = next(((np.asarray(r.meta.kp, float), np.asarray(r.meta.kd, float)) for r in problem.all_runs
                    if r.meta.controller == "joint_pd" and np.all(np.isfinite(r.meta.kp))
                    and np.all(np.isfinite(r.meta.kd))), None)

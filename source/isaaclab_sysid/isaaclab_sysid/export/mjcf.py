@@ -43,7 +43,9 @@ else of this package's model code, replays runs tick by tick in Python
 (``mj_step1``, the setpoint or controller, ``mj_step2``) and compares with the fit's own
 MuJoCo replay (``sim/mujoco_backend.py``, the native loop) of the fitted parameters: the
 largest |q difference| [rad] over every sample of every run, which must be <= 1e-6.
-Torque runs (``--replay torque``, shooting windows) are not replayed by the driver yet.
+Torque runs (``--replay torque``, the UR10e's) are replayed window by window as the fit cuts them: each
+shooting window from its first sample's measured state, the motors applying the logged torque of ``delay``
+ticks ago less the file's ``sysid_torque_offset``, unclamped (the measured torque is what acted).
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ from isaaclab_sysid.sim.mujoco_backend import GRAVITY, MujocoBackend
 from isaaclab_sysid.sim.reference import orientation_error
 from isaaclab_sysid.sim.schedule import RunSchedule, schedule_of
 from isaaclab_sysid.sim.servo import SERVO_GROUPS, servo_arrays
+from isaaclab_sysid.sim.shooting import run_windows
+from isaaclab_sysid.sim.torque_input import torque_offset_arrays, window_input
 from isaaclab_sysid.timebase import TICK_S
 from isaaclab_sysid.utils.atomic import atomic_write_text
 
@@ -92,6 +96,7 @@ class FittedJoints:
         delay: ticks of 1 ms.
         mu_static, stribeck_velocity: (N,) N m, rad/s, or None (one Coulomb level).
         kp, kd, encoder_offset: (N,) N m/rad, N m s/rad, rad, or None (not fitted).
+        torque_offset: (N,) N m: a torque replay's logged-torque bias (the torque that acted is logged - offset), or None.
     """
 
     armature: np.ndarray
@@ -103,6 +108,7 @@ class FittedJoints:
     kp: np.ndarray | None = None
     kd: np.ndarray | None = None
     encoder_offset: np.ndarray | None = None
+    torque_offset: np.ndarray | None = None
 
     @property
     def servo(self) -> bool:
@@ -131,8 +137,10 @@ def fitted_joints(result: FitResult, n_dof: int, stribeck_velocity: float) -> Fi
     vs = None
     if fs is not None:
         vs = arr["stribeck_velocity"][0] if "stribeck_velocity" in arr else np.full(n_dof, float(stribeck_velocity))
+    off = torque_offset_arrays(batch, n_dof)
     return FittedJoints(armature=arr["armature"][0], friction=arr["friction"][0], viscous=arr["viscous"][0],
                         delay=int(arr["delay"][0]), mu_static=fs, stribeck_velocity=vs,
+                        torque_offset=off["torque_offset"][0] if off else None,
                         **{g: (srv[g][0] if g in srv else None) for g in SERVO_GROUPS})
 
 
@@ -209,6 +217,8 @@ def _custom(spec: mujoco.MjSpec, fit: FittedJoints, robot: Robot, options: Repla
         "servo": [1.0 if fit.servo else 0.0],
         "encoder_offset": list(fit.encoder_offset) if fit.encoder_offset is not None else [0.0] * n,
     }
+    if fit.torque_offset is not None:
+        nums["torque_offset"] = list(fit.torque_offset)
     if fit.mu_static is not None:
         nums["mu_static"] = list(fit.mu_static)
         nums["stribeck_velocity"] = list(fit.stribeck_velocity)
@@ -228,7 +238,8 @@ def _custom(spec: mujoco.MjSpec, fit: FittedJoints, robot: Robot, options: Repla
               + ". Not in MJCF elements: the delay (sysid_delay_ticks ticks of sysid_tick_s: ctrl acts that late, the first "
               "ctrl held before the start), the static Stribeck friction (sysid_mu_static, sysid_stribeck_velocity: "
               "frictionloss = Fc + (Fs - Fc) exp(-(v/vs)^2) before every step), the encoder offset (sysid_encoder_offset: "
-              "logged angle = q + offset), the log's zero-order hold, the slew limit (sysid_slew_per_tick). Gravity: off "
+              "logged angle = q + offset), a torque log's bias (sysid_torque_offset: the torque that acted = logged - offset), "
+              "the log's zero-order hold, the slew limit (sysid_slew_per_tick). Gravity: off "
               "for runs of an arm that compensated it. See docs/intervals_and_export.md of isaaclab_sysid.")
 
 
@@ -332,6 +343,7 @@ class MjcfFacts:
     mu_static: np.ndarray | None = None
     stribeck_velocity: np.ndarray | None = None
     slew_per_tick: np.ndarray | None = None
+    torque_offset: np.ndarray | None = None
 
 
 def read_facts(model: mujoco.MjModel) -> MjcfFacts:
@@ -352,7 +364,8 @@ def read_facts(model: mujoco.MjModel) -> MjcfFacts:
                         "MJCF export (export_dr.py --mjcf)")
     return MjcfFacts(delay=int(round(float(delay[0]))), tick_s=float(num("tick_s")[0]), servo=bool(num("servo")[0]),
                      encoder_offset=num("encoder_offset"), mu_static=num("mu_static"),
-                     stribeck_velocity=num("stribeck_velocity"), slew_per_tick=num("slew_per_tick"))
+                     stribeck_velocity=num("stribeck_velocity"), slew_per_tick=num("slew_per_tick"),
+                     torque_offset=num("torque_offset"))
 
 
 # ---------------------------------------------------------------------------------------- the driver
@@ -425,15 +438,13 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
     replays with them (as the fit's replay does).
 
     Raises:
-        MjcfError: a torque run, or a run the file's actuators cannot drive.
+        MjcfError: a run the file's actuators cannot drive (a servo file and a task-space or torque run).
     """
     m = copy_model(model)
     facts = read_facts(m)
     n = m.nv
     if n != run.n_dof or m.nu != n:
         raise MjcfError(f"run '{run.name}' has {run.n_dof} joints; the model {m.nv} joints and {m.nu} actuators")
-    if run.meta.controller == "torque":
-        raise MjcfError(f"run '{run.name}' is a torque run: the MJCF driver replays controller runs only")
     if abs(m.opt.timestep - facts.tick_s) > 1e-15:
         raise MjcfError(f"the model's timestep {m.opt.timestep} differs from its tick {facts.tick_s}")
     s = schedule_of(run, n)
@@ -442,6 +453,10 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
         m.opt.gravity[:] = 0.0
     else:
         m.opt.gravity[:] = (0.0, 0.0, -GRAVITY)
+    if s.controller == "torque":
+        if facts.servo:
+            raise MjcfError(f"run '{run.name}' is a torque run but the model's actuators are position servos")
+        return _replay_torque(m, facts, s, run, options)
     servo = facts.servo
     if servo and s.controller != "joint_pd":
         raise MjcfError(f"run '{run.name}' is a {s.controller} run but the model's actuators are position servos")
@@ -503,6 +518,45 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
         if not (np.all(np.abs(d.qvel) <= vmax) and np.all(np.isfinite(d.qpos))):
             return MjcfReplay(q_out, dq_out, True)
     return MjcfReplay(q_out, dq_out, False)
+
+
+def _replay_torque(m: mujoco.MjModel, facts: MjcfFacts, s: RunSchedule, run: Run,
+                   options: ReplayOptions) -> MjcfReplay:
+    """A torque run (``--replay torque``): each shooting window starts at its first sample's measured state and
+    the motors apply the logged torque of ``delay`` ticks ago, less the file's torque offset (held at the window's
+    first/last tick outside the log), without clamp or slew: the measured torque is what acted (the fit's replay)."""
+    n = m.nv
+    m.actuator_forcelimited[:] = 0
+    fc = np.array(m.dof_frictionloss)
+    stribeck = facts.mu_static is not None
+    T = s.n_samples
+    q_out, dq_out = np.full((T, n), np.nan), np.full((T, n), np.nan)
+    d = mujoco.MjData(m)
+    vmax = float(options.max_joint_velocity)
+    diverged = False
+    for a, b in run_windows([run], options.window_ticks)[0]:
+        a, b = int(a), int(b)
+        tau, ticks = window_input(s.torque, s.sample_ticks[a:b], facts.delay, facts.torque_offset)
+        mujoco.mj_resetData(m, d)
+        d.qpos[:], d.qvel[:] = s.q_meas[a], s.dq_meas[a]
+        samples = {int(k): a + i for i, k in enumerate(ticks)}
+        k_last, L = int(ticks[-1]), tau.shape[0]
+        for k in range(int(ticks[0]), k_last + 1):
+            if stribeck:
+                v = d.qvel / facts.stribeck_velocity
+                m.dof_frictionloss[:] = fc + (facts.mu_static - fc) * np.exp(-v * v)
+            mujoco.mj_step1(m, d)
+            d.ctrl[:] = tau[min(max(k - facts.delay, 0), L - 1)]
+            i = samples.get(k)
+            if i is not None:
+                q_out[i], dq_out[i] = d.qpos, d.qvel
+            if k == k_last:
+                break
+            mujoco.mj_step2(m, d)
+            if not (np.all(np.abs(d.qvel) <= vmax) and np.all(np.isfinite(d.qpos))):
+                diverged = True
+                break
+    return MjcfReplay(q_out, dq_out, diverged)
 
 
 def copy_model(model: mujoco.MjModel) -> mujoco.MjModel:
