@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -220,3 +221,29 @@ def test_torque_replay_fit_mjcf_replays_its_windows_within_1e_6(tmp_path):
     assert check.passed and check.samples == [run.n_samples], check.lines()
     no_offset = mjcf.write_mjcf(tmp_path / "x.xml", robot, dataclasses.replace(fit, torque_offset=None), opts)
     assert mjcf.check_mjcf(no_offset, robot, result, [run], opts).worst > 1e-4
+
+
+def _export_dr_main():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("export_dr_script", Path(__file__).parents[1] / "scripts" / "export_dr.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses resolve the module of Args through sys.modules
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_export_dr_mjcf_prints_the_figure_and_refuses_a_failing_file(franka_fit, tmp_path, capsys, monkeypatch):
+    """scripts/export_dr.py --mjcf: the file and the check's figure; a file that misses: exit 2, one line, no file."""
+    script = _export_dr_main()
+    assert script.main(script.Args(fit_dir=str(franka_fit), out=str(tmp_path / "ok"), mjcf=True, quiet=True)) == 0
+    out = capsys.readouterr().out
+    assert "task_heldout: max |q_mjcf - q_fit| =" in out and "MJCF replay PASS" in out
+    assert (tmp_path / "ok" / "franka_panda_sysid.xml").is_file()
+    real = mjcf.fitted_joints
+    monkeypatch.setattr(mjcf, "fitted_joints",
+                        lambda *a, **k: dataclasses.replace(real(*a, **k), viscous=real(*a, **k).viscous * 1.05))
+    assert script.main(script.Args(fit_dir=str(franka_fit), out=str(tmp_path / "bad"), mjcf=True, quiet=True)) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "rad away from the fit's replay (required <= 1e-06 rad): not written" in err
+    assert not (tmp_path / "bad" / "franka_panda_sysid.xml").exists()
