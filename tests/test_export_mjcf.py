@@ -247,3 +247,28 @@ def test_export_dr_mjcf_prints_the_figure_and_refuses_a_failing_file(franka_fit,
     err = capsys.readouterr().err
     assert "error:" in err and "rad away from the fit's replay (required <= 1e-06 rad): not written" in err
     assert not (tmp_path / "bad" / "franka_panda_sysid.xml").exists()
+
+
+def test_substeps_and_slew_limit_replay_as_the_fit_and_a_servo_with_substeps_is_refused(tmp_path):
+    """A fit replayed with 2 physics steps per tick and the torque slew limit (the bundled demo's setup): the file's
+    timestep is half a tick, the motor's torque held over both; a servo cannot be written so (MuJoCo would apply
+    its PD on every physics step, the fit once per tick)."""
+    from isaaclab_sysid.sim.interface import ReplayOptions
+
+    robot = load_robot("franka_panda")
+    ctx = FitContext.load(_fit_dir(tmp_path, "franka_panda", FRANKA_FIT, "armature,friction,viscous,delay",
+                                   [_task_run(robot, 0, 1.0, "t0")], [], torque_clamp=True))
+    runs = [_task_run(robot, 3, 1.5, "t1")]
+    opts = ReplayOptions(torque_clamp=True, slew_limit=True)
+    fit = mjcf.fitted_joints(ctx.result, robot.n_dof, opts.stribeck_velocity)
+    path = mjcf.write_mjcf(tmp_path / "sub2.xml", robot, fit, opts, substeps=2)
+    assert mujoco.MjModel.from_xml_path(str(path)).opt.timestep == 0.0005
+    ref = mjcf.fit_rollouts(robot, ctx.result, runs, opts, substeps=2)
+    check = mjcf.check_mjcf(path, robot, ctx.result, runs, opts, fit_states=ref)
+    assert check.passed, check.lines()
+    one = mjcf.check_mjcf(mjcf.write_mjcf(tmp_path / "sub1.xml", robot, fit, opts), robot, ctx.result, runs, opts,
+                          fit_states=ref)
+    assert one.worst > 1e-6  # the file must carry the fit's step: one step per tick replays another discretization
+    servo = dataclasses.replace(fit, kp=np.full(robot.n_dof, 50.0), kd=np.full(robot.n_dof, 2.0))
+    with pytest.raises(mjcf.MjcfError, match="acts on every physics step"):
+        mjcf.write_mjcf(tmp_path / "servo.xml", robot, servo, opts, substeps=2)

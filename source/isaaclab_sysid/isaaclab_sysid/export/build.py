@@ -280,9 +280,10 @@ def export_mjcf(ctx: FitContext, out_dir: str | Path, tol: float | None = None,
     tmp = out / f".{robot.name}_sysid.checking.xml"
     try:
         fit = fitted_joints(ctx.result, robot.n_dof, options.stribeck_velocity)
-        write_mjcf(tmp, robot, fit, options, stated)
         inner = _mujoco_backend_of(problem.backend)
-        states = fit_rollouts(robot, ctx.result, runs, options, inner)
+        substeps = inner.substeps if inner is not None else int(ctx.args.replay.substeps)
+        write_mjcf(tmp, robot, fit, options, stated, substeps)
+        states = fit_rollouts(robot, ctx.result, runs, options, inner, substeps)
         check = check_mjcf(tmp, robot, ctx.result, runs, options, tol, states)
     except MjcfError as exc:
         tmp.unlink(missing_ok=True)

@@ -146,7 +146,7 @@ def fitted_joints(result: FitResult, n_dof: int, stribeck_velocity: float) -> Fi
 
 # ------------------------------------------------------------------------------------------- the file
 def fitted_spec(robot: Robot, fit: FittedJoints, options: ReplayOptions,
-                servo_gains: tuple[np.ndarray, np.ndarray] | None = None) -> mujoco.MjSpec:
+                servo_gains: tuple[np.ndarray, np.ndarray] | None = None, substeps: int = 1) -> mujoco.MjSpec:
     """The MjSpec of the fitted model (module docstring).
 
     Args:
@@ -154,14 +154,24 @@ def fitted_spec(robot: Robot, fit: FittedJoints, options: ReplayOptions,
         fit: the fitted joints (:func:`fitted_joints`).
         options: the fit's replay options (torque clamp, slew limit, warm-up).
         servo_gains: (kp, kd) (N,) for a servo whose gains are not (all) fitted: the runs' stated gains.
+        substeps: physics steps per 1 ms tick of the fit's replay (the timestep is ``TICK_S / substeps``; the
+            torque is held over a tick's steps).
 
     Raises:
-        MjcfError: a servo with neither fitted nor stated gains.
+        MjcfError: a servo with neither fitted nor stated gains, or a servo fit replayed with substeps (its PD would
+            act on every physics step in MuJoCo, once per tick in the fit).
     """
     n = robot.n_dof
     spec = robot.build_mjspec(JointOverrides(armature=fit.armature, friction=fit.friction, damping=fit.viscous),
                               gravity=True)
     spec.modelname = f"{robot.name}_sysid"
+    substeps = int(substeps)
+    if substeps < 1:
+        raise MjcfError(f"substeps must be >= 1, got {substeps}")
+    if fit.servo and substeps != 1:
+        raise MjcfError(f"the fit's replay takes {substeps} physics steps per tick and holds the servo's torque over them; "
+                        "an MJCF servo actuator acts on every physics step: not written")
+    spec.option.timestep = TICK_S / substeps
     tau_max = np.asarray(robot.tau_max, dtype=float)
     clamp = bool(options.torque_clamp)
     for name in robot.joint_names:  # the fit's torque is not limited by the URDF's effort limit
@@ -192,7 +202,7 @@ def fitted_spec(robot: Robot, fit: FittedJoints, options: ReplayOptions,
             a.biastype = mujoco.mjtBias.mjBIAS_NONE
         a.gainprm = gain
         a.biasprm = bias
-    _custom(spec, fit, robot, options)
+    _custom(spec, fit, robot, options, substeps)
     return spec
 
 
@@ -208,12 +218,13 @@ def _servo_gains(fit: FittedJoints, stated: tuple[np.ndarray, np.ndarray] | None
     return out[0], out[1]
 
 
-def _custom(spec: mujoco.MjSpec, fit: FittedJoints, robot: Robot, options: ReplayOptions) -> None:
+def _custom(spec: mujoco.MjSpec, fit: FittedJoints, robot: Robot, options: ReplayOptions, substeps: int) -> None:
     """The numbers MJCF has no element for, as ``<custom>`` numerics, and the note that says so."""
     n = robot.n_dof
     nums: dict[str, Sequence[float]] = {
         "delay_ticks": [float(fit.delay)],
         "tick_s": [TICK_S],
+        "substeps": [float(substeps)],
         "servo": [1.0 if fit.servo else 0.0],
         "encoder_offset": list(fit.encoder_offset) if fit.encoder_offset is not None else [0.0] * n,
     }
@@ -236,7 +247,7 @@ def _custom(spec: mujoco.MjSpec, fit: FittedJoints, robot: Robot, options: Repla
     t.data = ("isaaclab_sysid fitted model. Actuators: " + ("position servo kp(ctrl - offset - q) - kd dq, ctrl = setpoint [rad]"
               if fit.servo else "motor, ctrl = joint torque [N m]")
               + ". Not in MJCF elements: the delay (sysid_delay_ticks ticks of sysid_tick_s: ctrl acts that late, the first "
-              "ctrl held before the start), the static Stribeck friction (sysid_mu_static, sysid_stribeck_velocity: "
+              "ctrl held before the start; sysid_substeps physics steps per tick, ctrl held over them), the static Stribeck friction (sysid_mu_static, sysid_stribeck_velocity: "
               "frictionloss = Fc + (Fs - Fc) exp(-(v/vs)^2) before every step), the encoder offset (sysid_encoder_offset: "
               "logged angle = q + offset), a torque log's bias (sysid_torque_offset: the torque that acted = logged - offset), "
               "the log's zero-order hold, the slew limit (sysid_slew_per_tick). Gravity: off "
@@ -311,18 +322,18 @@ def _precise_xml(spec: mujoco.MjSpec) -> str:
 
 
 def mjcf_text(robot: Robot, fit: FittedJoints, options: ReplayOptions,
-              servo_gains: tuple[np.ndarray, np.ndarray] | None = None) -> str:
+              servo_gains: tuple[np.ndarray, np.ndarray] | None = None, substeps: int = 1) -> str:
     """The MJCF text of the fitted model (:func:`fitted_spec`, full precision)."""
-    spec = fitted_spec(robot, fit, options, servo_gains)
+    spec = fitted_spec(robot, fit, options, servo_gains, substeps)
     spec.compile()  # refuses a spec MuJoCo cannot build before anything is written
     return _precise_xml(spec)
 
 
 def write_mjcf(path: str | Path, robot: Robot, fit: FittedJoints, options: ReplayOptions,
-               servo_gains: tuple[np.ndarray, np.ndarray] | None = None) -> Path:
+               servo_gains: tuple[np.ndarray, np.ndarray] | None = None, substeps: int = 1) -> Path:
     """Write the fitted model as MJCF (atomically); returns the path."""
     p = Path(path)
-    atomic_write_text(p, mjcf_text(robot, fit, options, servo_gains))
+    atomic_write_text(p, mjcf_text(robot, fit, options, servo_gains, substeps))
     return p
 
 
@@ -332,13 +343,14 @@ class MjcfFacts:
     """What a written file holds beside MuJoCo's own elements (its ``sysid_*`` numerics).
 
     Attributes:
-        delay: ticks; tick_s: [s]; servo: position-servo actuators (else motors);
+        delay: ticks; tick_s: [s]; servo: position-servo actuators (else motors); substeps: physics steps per tick;
         encoder_offset: (N,) rad; mu_static, stribeck_velocity: (N,) or None; slew_per_tick: (N,) N m or None.
     """
 
     delay: int
     tick_s: float
     servo: bool
+    substeps: int
     encoder_offset: np.ndarray
     mu_static: np.ndarray | None = None
     stribeck_velocity: np.ndarray | None = None
@@ -362,7 +374,9 @@ def read_facts(model: mujoco.MjModel) -> MjcfFacts:
     if delay is None:
         raise MjcfError(f"the model has no <numeric name=\"{PREFIX}delay_ticks\">: not written by isaaclab_sysid's "
                         "MJCF export (export_dr.py --mjcf)")
+    sub = num("substeps")
     return MjcfFacts(delay=int(round(float(delay[0]))), tick_s=float(num("tick_s")[0]), servo=bool(num("servo")[0]),
+                     substeps=1 if sub is None else int(round(float(sub[0]))),
                      encoder_offset=num("encoder_offset"), mu_static=num("mu_static"),
                      stribeck_velocity=num("stribeck_velocity"), slew_per_tick=num("slew_per_tick"),
                      torque_offset=num("torque_offset"))
@@ -445,8 +459,8 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
     n = m.nv
     if n != run.n_dof or m.nu != n:
         raise MjcfError(f"run '{run.name}' has {run.n_dof} joints; the model {m.nv} joints and {m.nu} actuators")
-    if abs(m.opt.timestep - facts.tick_s) > 1e-15:
-        raise MjcfError(f"the model's timestep {m.opt.timestep} differs from its tick {facts.tick_s}")
+    if abs(m.opt.timestep * facts.substeps - facts.tick_s) > 1e-15:
+        raise MjcfError(f"the model's timestep {m.opt.timestep} x {facts.substeps} substeps is not its tick {facts.tick_s}")
     s = schedule_of(run, n)
     gravity_on = replay_gravity(options, s.gravity_compensated)
     if not gravity_on:
@@ -515,9 +529,20 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
         if k == k_last:
             break
         mujoco.mj_step2(m, d)
+        _substeps(m, d, facts, fc)
         if not (np.all(np.abs(d.qvel) <= vmax) and np.all(np.isfinite(d.qpos))):
             return MjcfReplay(q_out, dq_out, True)
     return MjcfReplay(q_out, dq_out, False)
+
+
+def _substeps(m: mujoco.MjModel, d: mujoco.MjData, facts: MjcfFacts, fc: np.ndarray) -> None:
+    """The tick's remaining physics steps (the fit's ``substeps``): the same ctrl, the Stribeck frictionloss
+    updated before each (replay.c)."""
+    for _ in range(facts.substeps - 1):
+        if facts.mu_static is not None:
+            v = d.qvel / facts.stribeck_velocity
+            m.dof_frictionloss[:] = fc + (facts.mu_static - fc) * np.exp(-v * v)
+        mujoco.mj_step(m, d)
 
 
 def _replay_torque(m: mujoco.MjModel, facts: MjcfFacts, s: RunSchedule, run: Run,
@@ -553,6 +578,7 @@ def _replay_torque(m: mujoco.MjModel, facts: MjcfFacts, s: RunSchedule, run: Run
             if k == k_last:
                 break
             mujoco.mj_step2(m, d)
+            _substeps(m, d, facts, fc)
             if not (np.all(np.abs(d.qvel) <= vmax) and np.all(np.isfinite(d.qpos))):
                 diverged = True
                 break
@@ -601,16 +627,15 @@ class MjcfCheck:
 
 
 def fit_rollouts(robot: Robot, result: FitResult, runs: Sequence[Run], options: ReplayOptions,
-                 backend: MujocoBackend | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+                 backend: MujocoBackend | None = None, substeps: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
     """(T, N) q [rad] and dq [rad/s] of each run replayed by the fit's MuJoCo backend (the native loop) at the
     fitted values (q in the log's frame: with the encoder offset).
 
     Args:
-        backend: the fit's own MuJoCo backend (default: one built for ``robot`` and ``options``, as the fit builds it).
+        backend: the fit's own MuJoCo backend (default: one built for ``robot``, ``options`` and ``substeps``, as the
+            fit builds it).
     """
-    be = backend if backend is not None else MujocoBackend(robot, options, n_threads=1)
-    if be.substeps != 1:
-        raise MjcfError(f"the fit's backend takes {be.substeps} physics steps per tick; the MJCF export writes one")
+    be = backend if backend is not None else MujocoBackend(robot, options, n_threads=1, substeps=substeps)
     try:
         return [(ro.q[0], ro.dq[0]) for ro in be.rollout(fitted_batch(result), list(runs))]
     finally:
