@@ -4,7 +4,8 @@
 Builds a kit-less manager-based environment on Newton (a minimal scene of the fit's
 arm from the project's own USD, the exported actuator and event terms), resets it
 --resets times over --num_envs envs and reads each env's joint armature, friction,
-viscous damping and actuator delay back from the simulation. Passes (exit 0) when
+viscous damping and actuator delay back from the simulation (a position servo's export,
+e.g. the SO-101's: also the actuator's kp, kd and effort limit). Passes (exit 0) when
 the nominal values equal the fit, every randomized number lies inside its exported
 range and spreads over it, and the measured actuator latency equals the exported
 delay in physics steps; prints the read-back table and writes it to --out.

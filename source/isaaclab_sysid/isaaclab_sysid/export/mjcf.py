@@ -21,7 +21,9 @@ inertials, joint limits, 1 ms step) with the fitted joint physics and the actuat
   controller stays outside the model (it is the run's, not the arm's), integrator
   ``implicitfast`` as in the fit;
 * gravity -9.81 m/s^2 along -z (the physical arm); a run of an arm that compensated its
-  gravity is replayed with gravity off, as the fit replays it.
+  gravity is replayed with gravity off, as the fit replays it;
+* the timestep: the 1 ms tick over the fit's ``substeps`` (the motor's torque held over a tick's
+  steps, as in the fit; a servo with substeps is refused: MuJoCo would apply its PD every step).
 
 What MJCF cannot hold is written as ``<custom>`` elements of the same file (``numeric``
 ``sysid_*``, read back by :func:`read_facts`) and said in its ``text`` element
