@@ -272,3 +272,27 @@ def test_substeps_and_slew_limit_replay_as_the_fit_and_a_servo_with_substeps_is_
     servo = dataclasses.replace(fit, kp=np.full(robot.n_dof, 50.0), kd=np.full(robot.n_dof, 2.0))
     with pytest.raises(mjcf.MjcfError, match="acts on every physics step"):
         mjcf.write_mjcf(tmp_path / "servo.xml", robot, servo, opts, substeps=2)
+
+
+def test_so100_servo_mjcf_replays_within_1e_6(tmp_path):
+    """The SO-100 (its URDF's own zeros: setpoints about the middle of its ranges) written and checked the same way."""
+    from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+    from isaaclab_sysid.sim.interface import ReplayOptions
+
+    robot = load_robot("so100")
+    n = robot.n_dof
+    vals = {"kp": np.asarray(SO101_FIT["kp"]), "kd": np.asarray(SO101_FIT["kd"]), "armature": np.full(n, 0.01),
+            "friction": np.full(n, 0.03), "delay": 5, "encoder_offset": np.full(n, 0.01)}
+    bounds = {"kp": (1.0, 60.0), "kd": (0.0, 2.0), "armature": DEFAULT_BOUNDS["armature"], "friction": (0.0, 0.3),
+              "delay": (0, 12), "encoder_offset": (-0.08, 0.08)}
+    space = ParamSpace.from_bounds(bounds, n, robot.joint_names)
+    result = FitResult.from_search(space, space.normalize(vals), 0.0, run_names=["r"], weighted_loss=np.zeros(1),
+                                   traj_weights=np.ones(1))
+    mid = 0.5 * (robot.q_lower + robot.q_upper)
+    run = _servo_run(robot, 4, 5.0, "so100")
+    run = dataclasses.replace(run, q_des=np.clip(run.q_des - run.q_des[0] + mid, robot.q_lower, robot.q_upper),
+                              meta=dataclasses.replace(run.meta, q_init=mid))
+    opts = ReplayOptions(torque_clamp=True)
+    path = mjcf.write_mjcf(tmp_path / "so100_sysid.xml", robot, mjcf.fitted_joints(result, n, 0.05), opts)
+    check = mjcf.check_mjcf(path, robot, result, [run], opts)
+    assert check.passed and check.samples == [150], check.lines()
