@@ -61,6 +61,7 @@ def test_refine_state_resumes_exactly():
     st = ref.start(x0)
     ref.step(st)
     ref.step(st)
+    st.drop_jacobians()  # as a checkpoint does (Search checkpoints every jacobian_reuse + 1 iterations)
     snapshot = pickle.loads(pickle.dumps(st))
     while not st.done:
         ref.step(st)
@@ -88,7 +89,8 @@ def test_delay_profile_starts_at_the_neighbours_and_widens_only_from_an_edge():
     sf = full.run(full.start(space.normalize({**x_true, "delay": 0})))
     assert {t.delay for t in st.tracks} == set(range(0, min(d_true + 1, 4) + 1))
     assert st.best().delay == sf.best().delay == d_true
-    np.testing.assert_array_equal(st.best().x, sf.best().x)
+    # the same optimum (the widened tracks start from a Broyden-updated Jacobian of another moment: not bit-identical)
+    np.testing.assert_allclose(st.best().x, sf.best().x, rtol=0, atol=1e-9)
 
 
 def test_single_damping_converges_with_fewer_trials():
@@ -98,10 +100,35 @@ def test_single_damping_converges_with_fewer_trials():
     out = {}
     for single in (False, True):
         ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs),
-                        RefineSettings(max_iter=10, delay_neighbours=0, single_damping=single))
+                        RefineSettings(max_iter=10, delay_neighbours=0, single_damping=single, jacobian_reuse=0))
         st = ref.run(ref.start(start))
         out[single] = (st.best().loss, sum(r["evaluations"] for r in st.history), st.history[-1]["evaluations"])
     loss0 = ref.start(start).best().loss
     assert out[True][0] < 1e-10 * loss0 and out[False][0] < 1e-10 * loss0
     n_c = len(space.continuous_index())
-    assert out[True][2] == n_c + 1 + 1  # the Jacobian and one trial
+    # the Jacobian and one trial, or the trial alone (a rejected step keeps its Jacobian: same point, same stencil)
+    assert out[True][2] in (n_c + 1 + 1, 1)
+
+
+def test_broyden_updates_reach_the_same_optimum_with_fewer_rollouts():
+    """Issue 26: steps from a Broyden-updated Jacobian between stencils; the stopping test is taken on a fresh one."""
+    space, runs = _space(), _runs()
+    start = space.normalize({"armature": TRUE["armature"] * 1.3, "friction": TRUE["friction"] * 0.7,
+                             "viscous": TRUE["viscous"] + 0.2, "delay": int(TRUE["delay"])})
+    out = {}
+    for reuse in (0, 3):
+        ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs),
+                        RefineSettings(max_iter=10, delay_neighbours=1, jacobian_reuse=reuse))
+        st = ref.run(ref.start(start))
+        out[reuse] = (st, sum(r["evaluations"] for r in st.history), ref.verdict(st))
+    (a, na, va), (b, nb, vb) = out[0], out[3]
+    assert va.converged and vb.converged, (va.reason, vb.reason)
+    assert a.best().delay == b.best().delay == int(TRUE["delay"])
+    np.testing.assert_allclose(b.best().x, a.best().x, rtol=0, atol=1e-6)
+    assert b.best().loss <= 1.01 * a.best().loss + 1e-12
+    assert nb < 0.7 * na, (nb, na)
+    print(f"rollouts: {na} with a stencil every iteration, {nb} with Broyden updates")
+    # the rollouts of an iteration from an updated Jacobian: one trial per active track, no stencil
+    n_c = len(space.continuous_index())
+    assert any(r["evaluations"] < n_c for r in b.history)
+    assert a.history[0]["evaluations"] >= n_c + 1

@@ -58,9 +58,14 @@ class SearchConfig:
     max_iter: int = 40
     """Number of CMA-ES generations."""
     refine_iter: int = 10
-    """Levenberg-Marquardt iterations after CMA-ES on the replay residuals (0 = off); each costs two batched rollouts (docs/fit.md)."""
+    """Levenberg-Marquardt finite-difference Jacobians per phase on the replay residuals (0 = off); each costs one
+    rollout per continuous parameter, and up to --refine_jacobian_reuse cheaper steps follow each (docs/fit.md)."""
     refine_delay_neighbours: int | None = None
     """Delays the refinement re-optimizes beside the best one: d-k..d+k ticks (default: every delay in the bounds)."""
+    refine_jacobian_reuse: int = 3
+    """Levenberg-Marquardt steps taken from a Broyden-updated Jacobian between two finite-difference Jacobians
+    (0 = a finite-difference Jacobian, one rollout per continuous parameter, every iteration). A step from an updated
+    Jacobian costs one rollout; every stopping test is taken on a finite-difference one (docs/fit.md)."""
     x0: str = "low"
     """CMA-ES start: low (sliding regime: armature 20 %, friction/viscous 5 % of their ranges), center, a
     sysid_best_params.json (or the fit folder holding it), or a seed from scripts/seed_fit.py (rigid-body joint terms; groups missing from a file start low)."""

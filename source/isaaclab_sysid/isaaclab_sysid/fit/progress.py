@@ -206,7 +206,7 @@ class FitProgress:
     def refine_line(self, record: dict, hits: Sequence = ()) -> str:
         """The line of a refinement iteration (the record :meth:`LMRefiner.step` returns)."""
         it, phase, phases, left, _ = self._refine_budget(record)
-        head = f"[refine {it:2d} ph {phase}/{phases} (<={self.refine_iter}/ph) {self._clock('refine', it, left, True)}]"
+        head = f"[refine {it:2d} ph {phase}/{phases} (<={self.refine_iter} Jac/ph) {self._clock('refine', it, left, True)}]"
         tracks = [track_label(t) + f"{t['loss']:.3e}"
                   + ("" if t["active"] else " (done)") for t in record["tracks"]]
         return fit_line(head, [f"best {record['best']:.4e}", f"{record['evaluations']} rollouts"],

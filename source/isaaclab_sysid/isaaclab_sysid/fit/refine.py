@@ -6,15 +6,22 @@ optimum the replay loss is a smooth sum of squares, so Levenberg-Marquardt on
 the stacked residuals (:mod:`~isaaclab_sysid.fit.residuals`)
 converges in a handful of iterations.
 
-Each iteration costs two batched rollouts, like two CMA-ES generations (at most
-``max_iter`` iterations per phase, two phases):
+Each iteration costs up to two batched rollouts (at most ``max_iter`` finite-difference
+Jacobians per track and phase, two phases):
 
-1. the Jacobian: for every active *track*, its point plus one forward-difference
-   candidate per continuous coordinate (step ``h`` in the normalized space,
-   taken backwards at the upper bound);
+1. the Jacobian, for every active *track* that needs one: its point plus one
+   forward-difference candidate per continuous coordinate (step ``h`` in the
+   normalized space, taken backwards at the upper bound);
 2. the trial steps: for every active track, the LM step at three damping values
    (lambda/10, lambda, 10 lambda, Marquardt scaling by diag(J^T J)), projected
    onto the bounds [0, 1]; the best trial that lowers the loss is accepted.
+
+Between finite-difference Jacobians, up to ``jacobian_reuse`` steps are taken from a
+Jacobian updated by Broyden's rank-one formula from the trial just rolled out (one
+damping value, one rollout per track); a rejected or too-small step from an updated
+Jacobian is followed by a fresh finite-difference one, so every stopping test below is
+taken on a finite-difference Jacobian. A rejected step keeps its Jacobian (same point,
+same stencil). Phase-2 tracks start from the phase-1 winner's Jacobian.
 
 The integer delay is not differentiable, so each track holds one delay fixed.
 Phase 1 refines the CMA-ES best at its own delay (and, side by side, the
@@ -38,7 +45,9 @@ its ``max_iter`` iterations (``--refine_iter``) before a stopping test; the verd
 which, and the flag that gives the stage more room.
 
 Everything is deterministic (no random numbers), and the whole state is a plain
-dataclass that checkpoints pickle, so a resumed refinement repeats exactly.
+dataclass that checkpoints pickle without the Jacobians (:meth:`RefineState.drop_jacobians`:
+the caller drops them in the live state at each checkpoint too), so a resumed refinement
+repeats exactly.
 """
 
 from __future__ import annotations
@@ -78,6 +87,12 @@ class RefineSettings:
         single_damping: after a track's first accepted step, try one damping value per iteration instead of three
             (lambda / 3 after an accepted step, x 10 after a rejected one; Nielsen-style), saving two rollouts per
             track and iteration.
+        jacobian_reuse: after a step taken from a finite-difference Jacobian, update the Jacobian by Broyden's
+            rank-one formula from each evaluated trial instead of rolling out a new stencil, for at most this many
+            iterations in a row (0: a finite-difference Jacobian every iteration, the behaviour before issue 26). A
+            step from an updated Jacobian that is rejected, or gains less than ``rtol``, is followed by a fresh
+            finite-difference Jacobian: every stopping test is taken on one, so ``max_iter`` counts
+            finite-difference Jacobians per phase and the updated steps come on top at about one rollout each.
     """
 
     max_iter: int = 10
@@ -89,6 +104,7 @@ class RefineSettings:
     prune_ratio: float = 1.5
     widen_delays: bool = True
     single_damping: bool = False
+    jacobian_reuse: int = 3
 
 
 @dataclass
@@ -109,6 +125,26 @@ class RefineTrack:
     accepted: int = 0
     last_gain: float = float("nan")
     rejected: int = 0
+    #: the Jacobian (M, n_c) of the residuals at ``x`` and the residuals ``r`` (M,) there (None: roll out a stencil);
+    #: ``age``: Broyden updates since its finite-difference evaluation; ``jacobians``: stencils rolled out this phase
+    J: np.ndarray | None = None
+    r: np.ndarray | None = None
+    age: int = 0
+    jacobians: int = 0
+
+    def drop_jacobian(self) -> None:
+        """Forget the Jacobian (the next iteration rolls out a stencil): a checkpoint does this (see ``__getstate__``)."""
+        self.J = None
+        self.r = None
+        self.age = 0
+
+    def __getstate__(self) -> dict:
+        # checkpoints carry no Jacobian (megabytes); RefineState.drop_jacobians keeps a live run in step with a resumed one
+        d = dict(self.__dict__)
+        d["J"] = None
+        d["r"] = None
+        d["age"] = 0
+        return d
 
 
 @dataclass
@@ -132,6 +168,12 @@ class RefineState:
 
     def best(self) -> RefineTrack:
         return min(self.tracks, key=lambda t: t.loss)
+
+    def drop_jacobians(self) -> None:
+        """Forget every track's Jacobian, as a checkpoint does: a run that checkpoints calls this at each checkpoint,
+        so that a fit resumed from it repeats the uninterrupted one exactly."""
+        for t in self.tracks:
+            t.drop_jacobian()
 
     def summary(self) -> RefineSummary:
         """What the refinement did, for the fit result."""
@@ -161,15 +203,22 @@ class LMRefiner:
         return self.space.with_delay(x, delay)
 
     def _new_tracks(self, starts: list[np.ndarray], delays: list[int | None],
-                    labels: Sequence[str] = ()) -> list[RefineTrack]:
-        _, lb = self._evaluate(np.array(starts))
+                    labels: Sequence[str] = (), warm: RefineTrack | None = None) -> list[RefineTrack]:
+        """Tracks at ``starts`` (one batched evaluation); ``warm``: the track they are warm-started from, whose
+        Jacobian (when it holds one and reuse is on) they start with, Broyden-updated from there."""
+        R, lb = self._evaluate(np.array(starts))
         labels = list(labels) or [""] * len(starts)
-        return [
+        tracks = [
             RefineTrack(x=s, loss=float(lb.total[i]), contrib=lb.contrib[:, i].copy(), lam=self.settings.lambda0,
                         active=not bool(lb.diverged[i]), delay=d, stop="diverged" if lb.diverged[i] else "",
                         start=labels[i])
             for i, (s, d) in enumerate(zip(starts, delays))
         ]
+        if warm is not None and getattr(warm, "J", None) is not None and self.settings.jacobian_reuse > 0:
+            for i, t in enumerate(tracks):
+                if t.active:
+                    t.J, t.r, t.age = warm.J.copy(), R[i].copy(), 1
+        return tracks
 
     def start(self, x_best: np.ndarray, extra_starts: Sequence[np.ndarray] = (),
               labels: Sequence[str] = ()) -> RefineState:
@@ -220,8 +269,9 @@ class LMRefiner:
         new = [e for e, edge in ((d - 1, tried[0]), (d + 1, tried[-1])) if d == edge and g.lower <= e <= g.upper]
         if new:
             state.phase_start = state.iteration  # the new tracks get their own iterations
+            b = state.best()
             state.tracks += self._new_tracks([self._track_at(state.warm, e) for e in new], new,
-                                             [getattr(state.best(), "start", "")] * len(new))
+                                             [getattr(b, "start", "")] * len(new), warm=b)
 
     def _maybe_next_phase(self, state: RefineState) -> None:
         """When phase 1 is done, warm-start one track per other delay from its optimum (phase 2)."""
@@ -233,35 +283,56 @@ class LMRefiner:
         state.phase_start = state.iteration
         best.active = True  # the winner goes on too (phase 1 may have stopped it at the iteration cap)
         best.stop = ""
+        for t in state.tracks:
+            t.jacobians = 0  # max_iter counts each phase's stencils
         if self._widening():
             state.warm = best.x.copy()
         if others:
             state.tracks += self._new_tracks([self._track_at(best.x, d) for d in others], others,
-                                             [best.start] * len(others))
+                                             [best.start] * len(others), warm=best)
+
+    def _needs_stencil(self, t: RefineTrack) -> bool:
+        J = getattr(t, "J", None)
+        return J is None or getattr(t, "age", 0) > self.settings.jacobian_reuse
 
     def step(self, state: RefineState) -> dict:
-        """One LM iteration on every active track; returns its history record."""
+        """One LM iteration on every active track; returns its history record.
+
+        A track without a usable Jacobian rolls out its stencil (its point + one forward difference per continuous
+        coordinate); one holding a Broyden-updated Jacobian (``jacobian_reuse``) steps from it at no stencil cost.
+        """
         s = self.settings
         active = [t for t in state.tracks if t.active]
         n_c = len(self.cont)
-        # 1. Jacobians: base point + one forward difference per continuous coordinate, per track
-        stencils = [stencil(t.x, self.cont, s.h, "forward") for t in active]
-        R, lb = self._evaluate(np.concatenate([st.X for st in stencils]))
+        fresh = [t for t in active if self._needs_stencil(t)]
+        # 1. Jacobians: base point + one forward difference per continuous coordinate, per track that needs one
+        evaluations = 0
+        if fresh:
+            stencils = [stencil(t.x, self.cont, s.h, "forward") for t in fresh]
+            R, lb = self._evaluate(np.concatenate([st.X for st in stencils]))
+            evaluations += len(R)
+            for k, t in enumerate(fresh):
+                off = k * (n_c + 1)
+                if lb.diverged[off]:
+                    t.active = False
+                    t.stop = "diverged"
+                    t.drop_jacobian()
+                    continue
+                # a diverged difference says nothing: its column is zero (treated as unobservable)
+                t.J, _ = stencils[k].jacobian(R, lb.diverged, on_diverged="zero", offset=off)
+                t.r = R[off].copy()
+                t.age = 0
+                t.jacobians = getattr(t, "jacobians", 0) + 1
         trials, owners, lams = [], [], []
-        for k, t in enumerate(active):
-            off = k * (n_c + 1)
-            if lb.diverged[off]:
-                t.active = False
-                t.stop = "diverged"
+        for t in active:
+            if not t.active:
                 continue
-            r0 = R[off]
-            # a diverged difference says nothing: its column is zero (treated as unobservable)
-            J, _ = stencils[k].jacobian(R, lb.diverged, on_diverged="zero", offset=off)
+            J, r0 = t.J, t.r
             g = J.T @ r0
             A = J.T @ J
             dA = np.diag(A).copy()
             floor = 1e-12 * max(float(dA.max()), 1e-30)
-            for f in ((1.0,) if s.single_damping and t.accepted > 0 else LAMBDA_FACTORS):
+            for f in ((1.0,) if (s.single_damping and t.accepted > 0) or t.age > 0 else LAMBDA_FACTORS):
                 lam = t.lam * f
                 delta = -np.linalg.solve(A + lam * np.diag(dA + floor) + floor * np.eye(n_c), g)
                 xt = t.x.copy()
@@ -269,9 +340,9 @@ class LMRefiner:
                 trials.append(xt)
                 owners.append(t)
                 lams.append(lam)
-        record = {"iteration": state.iteration + 1, "evaluations": int(len(R)), "tracks": []}
+        record = {"iteration": state.iteration + 1, "evaluations": evaluations, "tracks": []}
         if trials:
-            _, lbt = self._evaluate(np.array(trials))
+            Rt, lbt = self._evaluate(np.array(trials))
             record["evaluations"] += len(trials)
             for t in active:
                 if not t.active:
@@ -279,24 +350,36 @@ class LMRefiner:
                 idx = [i for i, o in enumerate(owners) if o is t]
                 f = np.where(lbt.diverged[idx], np.inf, lbt.total[idx])
                 j = int(np.argmin(f))
+                from_stencil = t.age == 0
+                updated = self._broyden(t, trials[idx[j]], Rt[idx[j]]) if np.isfinite(f[j]) else False
                 if f[j] < t.loss:
                     improvement = (t.loss - f[j]) / max(t.loss, 1e-300)
                     t.x = trials[idx[j]]
                     t.loss = float(f[j])
                     t.contrib = lbt.contrib[:, idx[j]].copy()
-                    t.lam = lams[idx[j]] / (3.0 if s.single_damping and len(idx) == 1 else 1.0)
+                    t.r = Rt[idx[j]].copy() if updated else None
+                    t.lam = lams[idx[j]] / (3.0 if (s.single_damping or not from_stencil) and len(idx) == 1 else 1.0)
                     t.accepted += 1
                     t.last_gain = float(improvement)
                     t.rejected = 0
                     if improvement < s.rtol:
-                        t.active = False
-                        t.stop = "rtol"
+                        if from_stencil:
+                            t.active = False
+                            t.stop = "rtol"
+                        else:
+                            t.drop_jacobian()  # a small gain from an updated Jacobian: judge it on a fresh one
+                    if not updated:
+                        t.drop_jacobian()
+                elif not from_stencil:
+                    t.drop_jacobian()  # rejected from an updated Jacobian: retry from a fresh one, damping kept
                 else:
                     t.lam *= 10.0 if s.single_damping and len(idx) == 1 else 100.0
                     t.rejected += 1
                     if t.lam > 1e8:
                         t.active = False
                         t.stop = "rejected"
+                if t.stop in ("diverged", "pruned"):
+                    t.drop_jacobian()  # a stopped track keeps its Jacobian: the next phase's tracks start from it
         state.iteration += 1
         in_phase = state.iteration - state.phase_start
         best = state.best().loss
@@ -305,11 +388,12 @@ class LMRefiner:
                 if t.active and t.loss > s.prune_ratio * best:
                     t.active = False
                     t.stop = "pruned"
-        if in_phase >= s.max_iter:
-            for t in state.tracks:
-                if t.active:
-                    t.stop = "budget"
+                    t.drop_jacobian()
+        for t in state.tracks:
+            if t.active and getattr(t, "jacobians", in_phase) >= s.max_iter and self._needs_stencil(t):
                 t.active = False
+                t.stop = "budget"
+                t.drop_jacobian()
         record["phase"] = state.phase
         record["tracks"] = [{"delay": t.delay, "loss": t.loss, "lambda": t.lam, "active": t.active,
                              "start": getattr(t, "start", "")} for t in state.tracks]
@@ -319,6 +403,19 @@ class LMRefiner:
         self._maybe_widen(state)
         self._report(state)
         return record
+
+    def _broyden(self, t: RefineTrack, x_trial: np.ndarray, r_trial: np.ndarray) -> bool:
+        """Broyden's rank-one update of ``t.J`` from one evaluated trial (any trial carries the secant information);
+        returns whether ``t.J`` is now the Jacobian at the trial (False: reuse off, or no usable step)."""
+        if self.settings.jacobian_reuse <= 0 or t.J is None or t.r is None:
+            return False
+        sv = x_trial[self.cont] - t.x[self.cont]
+        ss = float(sv @ sv)
+        if not ss > 0.0:
+            return False
+        t.J = t.J + np.outer((r_trial - t.r) - t.J @ sv, sv / ss)
+        t.age += 1
+        return True
 
     def verdict(self, state: RefineState, stage: str = "refine",
                 start_remedy: str = "start elsewhere (--x0) or give CMA-ES more generations (--max_iter)",
@@ -372,7 +469,7 @@ def refine_line(record: dict, max_iter: int) -> str:
         track_label(t) + f"{t['loss']:.4e}{'' if t['active'] else ' (done)'}"
         for t in record["tracks"]
     )
-    return f"[refine {record['iteration']:2d}, phase {record.get('phase', 1)}, <= {max_iter}/phase] best {record['best']:.4e} | {tracks} | {record['evaluations']} rollouts"
+    return f"[refine {record['iteration']:2d}, phase {record.get('phase', 1)}, <= {max_iter} Jacobians/phase] best {record['best']:.4e} | {tracks} | {record['evaluations']} rollouts"
 
 
 def refine_point(objective: ReplayObjective, x0: np.ndarray, max_iter: int = 10,

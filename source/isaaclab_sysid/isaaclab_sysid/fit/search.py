@@ -64,6 +64,9 @@ class SearchSettings:
         single_damping: one damping trial per LM iteration after a track's first accepted step (three before).
         low_start: the fast path also starts a track at the ``low`` start (False: the start point alone, as a refit
             from a known optimum does).
+        jacobian_reuse: Broyden-updated Jacobian steps between finite-difference Jacobians
+            (:class:`~isaaclab_sysid.fit.refine.RefineSettings`); the refinement checkpoints every ``jacobian_reuse + 1``
+            iterations, where the Jacobians are dropped, so that a resumed fit repeats the uninterrupted one.
     """
 
     cmaes: CmaesSettings
@@ -76,6 +79,7 @@ class SearchSettings:
     widen_delays: bool = True
     single_damping: bool = False
     low_start: bool = True
+    jacobian_reuse: int = 3
 
 
 class Search:
@@ -97,7 +101,8 @@ class Search:
         self.refiner = LMRefiner(objective, RefineSettings(max_iter=settings.refine_iter,
                                                            delay_neighbours=settings.delay_neighbours,
                                                            widen_delays=settings.widen_delays,
-                                                           single_damping=settings.single_damping), best=best)
+                                                           single_damping=settings.single_damping,
+                                                           jacobian_reuse=settings.jacobian_reuse), best=best)
         if settings.strategy not in ("cmaes", "fast"):
             raise FitError(f"--strategy {settings.strategy}: expected cmaes or fast")
         self.fast: FastPath | None = None
@@ -108,7 +113,7 @@ class Search:
                 raise FitError(f"{run_dir}: its checkpoints are of a --strategy cmaes fit; resume it with that strategy")
             fs = replace(settings.fast or FastPathSettings(), refine_iter=settings.refine_iter,
                          delay_neighbours=settings.delay_neighbours, widen_delays=settings.widen_delays,
-                         single_damping=settings.single_damping)
+                         single_damping=settings.single_damping, jacobian_reuse=settings.jacobian_reuse)
             self.fast = FastPath(objective, fs, best=best)  # the fit runs only: no held-out run steers the search
             self.state: FitState = FastFitState(self.cmaes.state, best, None if state is None else state.refine,
                                                 **({} if state is None else {"fast": state.fast}))
@@ -177,10 +182,12 @@ class Search:
         if self.on_generation is not None:
             self.on_generation(rec)
 
-    def _refinement(self, rec: dict, _state: RefineState) -> None:
+    def _refinement(self, rec: dict, state: RefineState) -> None:
         if not self.settings.quiet:
             self.progress.refinement(rec, self.problem.space.at_bounds(self.state.best.x))
-        self.checkpoint()
+        if rec["iteration"] % (self.settings.jacobian_reuse + 1) == 0 or state.done:
+            state.drop_jacobians()  # as the checkpoint does: a fit resumed from it repeats this one exactly
+            self.checkpoint()
 
     def run(self, x0_extra: np.ndarray | None = None) -> FitResult:
         """Run (or finish) the strategy's stages; ``x0_extra`` is a second refinement start (the CMA-ES start point)."""
