@@ -304,25 +304,7 @@ class LMRefiner:
         s = self.settings
         active = [t for t in state.tracks if t.active]
         n_c = len(self.cont)
-        fresh = [t for t in active if self._needs_stencil(t)]
-        # 1. Jacobians: base point + one forward difference per continuous coordinate, per track that needs one
-        evaluations = 0
-        if fresh:
-            stencils = [stencil(t.x, self.cont, s.h, "forward") for t in fresh]
-            R, lb = self._evaluate(np.concatenate([st.X for st in stencils]))
-            evaluations += len(R)
-            for k, t in enumerate(fresh):
-                off = k * (n_c + 1)
-                if lb.diverged[off]:
-                    t.active = False
-                    t.stop = "diverged"
-                    t.drop_jacobian()
-                    continue
-                # a diverged difference says nothing: its column is zero (treated as unobservable)
-                t.J, _ = stencils[k].jacobian(R, lb.diverged, on_diverged="zero", offset=off)
-                t.r = R[off].copy()
-                t.age = 0
-                t.jacobians = getattr(t, "jacobians", 0) + 1
+        evaluations = self._stencils([t for t in active if self._needs_stencil(t)])
         trials, owners, lams = [], [], []
         for t in active:
             if not t.active:
@@ -348,38 +330,7 @@ class LMRefiner:
                 if not t.active:
                     continue
                 idx = [i for i, o in enumerate(owners) if o is t]
-                f = np.where(lbt.diverged[idx], np.inf, lbt.total[idx])
-                j = int(np.argmin(f))
-                from_stencil = t.age == 0
-                updated = self._broyden(t, trials[idx[j]], Rt[idx[j]]) if np.isfinite(f[j]) else False
-                if f[j] < t.loss:
-                    improvement = (t.loss - f[j]) / max(t.loss, 1e-300)
-                    t.x = trials[idx[j]]
-                    t.loss = float(f[j])
-                    t.contrib = lbt.contrib[:, idx[j]].copy()
-                    t.r = Rt[idx[j]].copy() if updated else None
-                    t.lam = lams[idx[j]] / (3.0 if (s.single_damping or not from_stencil) and len(idx) == 1 else 1.0)
-                    t.accepted += 1
-                    t.last_gain = float(improvement)
-                    t.rejected = 0
-                    if improvement < s.rtol:
-                        if from_stencil:
-                            t.active = False
-                            t.stop = "rtol"
-                        else:
-                            t.drop_jacobian()  # a small gain from an updated Jacobian: judge it on a fresh one
-                    if not updated:
-                        t.drop_jacobian()
-                elif not from_stencil:
-                    t.drop_jacobian()  # rejected from an updated Jacobian: retry from a fresh one, damping kept
-                else:
-                    t.lam *= 10.0 if s.single_damping and len(idx) == 1 else 100.0
-                    t.rejected += 1
-                    if t.lam > 1e8:
-                        t.active = False
-                        t.stop = "rejected"
-                if t.stop in ("diverged", "pruned"):
-                    t.drop_jacobian()  # a stopped track keeps its Jacobian: the next phase's tracks start from it
+                self._judge(t, [trials[i] for i in idx], Rt[idx], lbt, idx, [lams[i] for i in idx])
         state.iteration += 1
         in_phase = state.iteration - state.phase_start
         best = state.best().loss
@@ -389,11 +340,10 @@ class LMRefiner:
                     t.active = False
                     t.stop = "pruned"
                     t.drop_jacobian()
-        for t in state.tracks:
+        for t in state.tracks:  # a track that stopped keeps its Jacobian: the next phase's tracks start from it
             if t.active and getattr(t, "jacobians", in_phase) >= s.max_iter and self._needs_stencil(t):
                 t.active = False
                 t.stop = "budget"
-                t.drop_jacobian()
         record["phase"] = state.phase
         record["tracks"] = [{"delay": t.delay, "loss": t.loss, "lambda": t.lam, "active": t.active,
                              "start": getattr(t, "start", "")} for t in state.tracks]
@@ -403,6 +353,64 @@ class LMRefiner:
         self._maybe_widen(state)
         self._report(state)
         return record
+
+    def _stencils(self, tracks: list[RefineTrack]) -> int:
+        """Roll out the finite-difference stencil of each of ``tracks`` in one batch and set their Jacobians;
+        a track whose own point diverged stops. Returns the rollouts spent."""
+        if not tracks:
+            return 0
+        n_c = len(self.cont)
+        stencils = [stencil(t.x, self.cont, self.settings.h, "forward") for t in tracks]
+        R, lb = self._evaluate(np.concatenate([st.X for st in stencils]))
+        for k, t in enumerate(tracks):
+            off = k * (n_c + 1)
+            if lb.diverged[off]:
+                t.active = False
+                t.stop = "diverged"
+                t.drop_jacobian()
+                continue
+            # a diverged difference says nothing: its column is zero (treated as unobservable)
+            t.J, _ = stencils[k].jacobian(R, lb.diverged, on_diverged="zero", offset=off)
+            t.r = R[off].copy()
+            t.age = 0
+            t.jacobians = getattr(t, "jacobians", 0) + 1
+        return len(R)
+
+    def _judge(self, t: RefineTrack, trials: list[np.ndarray], R: np.ndarray, lb: LossBreakdown,
+               rows: list[int], lams: list[float]) -> None:
+        """Accept ``t``'s best trial (``trials`` (k, D), their residuals ``R`` (k, M), rows ``rows`` of the batch's
+        breakdown ``lb``, tried at damping ``lams``) if it lowers the loss; update the damping, Jacobian and stop."""
+        s = self.settings
+        f = np.where(lb.diverged[rows], np.inf, lb.total[rows])
+        j = int(np.argmin(f))
+        from_stencil = t.age == 0
+        updated = self._broyden(t, trials[j], R[j]) if np.isfinite(f[j]) else False
+        if f[j] < t.loss:
+            improvement = (t.loss - f[j]) / max(t.loss, 1e-300)
+            t.x = trials[j]
+            t.loss = float(f[j])
+            t.contrib = lb.contrib[:, rows[j]].copy()
+            t.r = R[j].copy() if updated else None
+            t.lam = lams[j] / (3.0 if (s.single_damping or not from_stencil) and len(rows) == 1 else 1.0)
+            t.accepted += 1
+            t.last_gain = float(improvement)
+            t.rejected = 0
+            if improvement < s.rtol:
+                if from_stencil:
+                    t.active = False
+                    t.stop = "rtol"
+                else:
+                    t.drop_jacobian()  # a small gain from an updated Jacobian: judge it on a fresh one
+            if not updated:
+                t.drop_jacobian()
+        elif not from_stencil:
+            t.drop_jacobian()  # rejected from an updated Jacobian: retry from a fresh one, damping kept
+        else:
+            t.lam *= 10.0 if s.single_damping and len(rows) == 1 else 100.0
+            t.rejected += 1
+            if t.lam > 1e8:
+                t.active = False
+                t.stop = "rejected"
 
     def _broyden(self, t: RefineTrack, x_trial: np.ndarray, r_trial: np.ndarray) -> bool:
         """Broyden's rank-one update of ``t.J`` from one evaluated trial (any trial carries the secant information);
