@@ -103,6 +103,8 @@ def test_torque_replay_recovers_the_twin(twin_files, tmp_path):
     run_dir = run_fit(_args(fit_csv, held_csv, tmp_path), log=lambda s: None)
     res = FitResult.read(run_dir / "sysid_best_params.json")
     assert res.adequacy.verdict == "adequate" and res.adequacy.floor_source == "shooting"
+    named = ("constant torque bias", "sensor filter", "acts later", "torque's white noise")  # evaluate/torque_residual.py
+    assert not any(w in m for m in res.adequacy.messages for w in named), res.adequacy.messages
     v = res.values
     assert int(v["delay"]) == DELAY  # exactly
     arm_err = np.abs(np.asarray(v["armature"]) - TRUTH.armature) / TRUTH.armature
@@ -181,6 +183,9 @@ def test_noisy_torque_is_called_a_misfit(robot, tmp_path):
     print(f"\nnoisy torque (0.1 N m): residual {a.residual_over_floor:.2f}x the drift floor; verdict {a.verdict}")
     assert a.verdict == "misfit" and a.residual_over_floor > 2.5
     assert any("errors in variables" in m for m in a.messages)
+    # the verdict names the torque noise as what is missing from the floor, and no model term (evaluate/torque_residual.py)
+    assert any("torque's white noise" in m for m in a.messages), a.messages
+    assert not any("constant torque bias" in m or "sensor filter" in m or "acts later" in m for m in a.messages)
     from isaaclab_sysid.export.build import FitContext, intervals_for
 
     ctx = FitContext.load(run_dir)
