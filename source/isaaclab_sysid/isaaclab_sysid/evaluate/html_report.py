@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.evaluate.heldout import NO_BASELINE
 from isaaclab_sysid.evaluate.report import Section, Table
 from isaaclab_sysid.utils.atomic import atomic_write_text
 
@@ -64,31 +65,41 @@ def _stride(n: int, max_points: int) -> int:
     return max(1, int(np.ceil(n / max_points)))
 
 
-def run_figures(run: Run, q_nominal: np.ndarray, q_fitted: np.ndarray, joint_names: Sequence[str],
+def run_figures(run: Run, q_nominal: np.ndarray | None, q_fitted: np.ndarray, joint_names: Sequence[str],
                 max_points: int = 2000) -> list:
     """One plotly figure of a run, a row per joint: q real/nominal/fitted [rad], then the error panels sim - real
     [mrad] of the nominal and of the fitted parameters, each on its own axis (a 0.1 mrad fitted error fills its
-    panel beside a 50 mrad nominal one), RMS in the panel titles."""
+    panel beside a 50 mrad nominal one), RMS in the panel titles.
+
+    ``q_nominal``: (T, N) [rad], or None for a run without a baseline (it states no servo gains:
+    ``EvalResult.baseline_q``); its nominal traces are then left out and the nominal panels say why."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     n = run.n_dof
     k = _stride(run.n_samples, max_points)
     t = run.t[::k]
-    err = {"nominal": (q_nominal - run.q) * 1e3, "fitted": (q_fitted - run.q) * 1e3}
+    err = {"fitted": (q_fitted - run.q) * 1e3}
+    if q_nominal is not None:
+        err["nominal"] = (q_nominal - run.q) * 1e3
     rms = {name: np.sqrt(np.nanmean(e**2, axis=0)) for name, e in err.items()}
     titles = []
     for j, name in enumerate(joint_names):
-        titles += [f"{name} q [rad]", f"nominal sim - real [mrad], RMS {rms['nominal'][j]:.3g}",
-                   f"fitted sim - real [mrad], RMS {rms['fitted'][j]:.3g}"]
+        titles += [f"{name} q [rad]", f"nominal sim - real [mrad], RMS {rms['nominal'][j]:.3g}" if q_nominal is not None
+                   else f"nominal: {NO_BASELINE}", f"fitted sim - real [mrad], RMS {rms['fitted'][j]:.3g}"]
     fig = make_subplots(rows=n, cols=3, shared_xaxes=True, column_widths=[0.4, 0.3, 0.3], subplot_titles=titles,
                         horizontal_spacing=0.06, vertical_spacing=0.3 / n)
     styles = {"real": dict(color="black"), "nominal": dict(color="#1f77b4", dash="dot"), "fitted": dict(color="#d62728")}
     for j in range(n):
-        for name, y in (("real", run.q[::k, j]), ("nominal", q_nominal[::k, j]), ("fitted", q_fitted[::k, j])):
+        traces = [("real", run.q[::k, j]), ("fitted", q_fitted[::k, j])]
+        if q_nominal is not None:
+            traces.insert(1, ("nominal", q_nominal[::k, j]))
+        for name, y in traces:
             fig.add_trace(go.Scatter(x=t, y=y, name=name, legendgroup=name, showlegend=j == 0, line=styles[name]),
                           row=j + 1, col=1)
         for col, name in ((2, "nominal"), (3, "fitted")):
+            if name not in err:
+                continue
             fig.add_trace(go.Scatter(x=t, y=err[name][::k, j], name=f"{name} sim - real", legendgroup=name,
                                      showlegend=False, line=dict(color=styles[name]["color"], width=1)), row=j + 1, col=col)
     fig.update_annotations(font_size=11)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from isaaclab_sysid.evaluate.heldout import NO_BASELINE
 from isaaclab_sysid.fit.param_space import GROUPS
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.utils.atomic import atomic_write_text
@@ -39,17 +40,32 @@ class Section:
 
 
 def eval_sections(title: str, result, joint_names: Sequence[str]) -> list[Section]:
-    """Nominal-vs-fitted scores of an :class:`~isaaclab_sysid.evaluate.heldout.EvalResult`."""
+    """Nominal-vs-fitted scores of an :class:`~isaaclab_sysid.evaluate.heldout.EvalResult`.
+
+    A run that states no servo gains has no baseline (evaluate/heldout.py): its nominal cells say so
+    (:data:`~isaaclab_sysid.evaluate.heldout.NO_BASELINE`) instead of a "diverged" nominal replay, and a note under
+    the title names those runs. A diverged replay is flagged in either column.
+    """
     summary = Table(["run", "loss nominal", "loss fitted", "q RMS all [mrad] nominal -> fitted",
                      "EE RMS [mm] nominal -> fitted"], [])
-    for name, b, f in zip(result.runs, result.baseline, result.fitted):
-        flag = " (diverged)" if f.diverged else ""
-        summary.rows.append([name, f"{b.loss:.4g}", f"{f.loss:.4g}{flag}", f"{b.q_rms_all_mrad:.2f} -> {f.q_rms_all_mrad:.2f}",
-                             f"{b.ee_rms_mm:.2f} -> {f.ee_rms_mm:.2f}"])
     per_joint = Table(["run", *joint_names], [])
-    for name, b, f in zip(result.runs, result.baseline, result.fitted):
+    missing = []
+    for i, (name, b, f) in enumerate(zip(result.runs, result.baseline, result.fitted)):
+        flag = " (diverged)" if f.diverged else ""
+        if not result.has_baseline(i):
+            missing.append(name)
+            summary.rows.append([name, NO_BASELINE, f"{f.loss:.4g}{flag}", f"- -> {f.q_rms_all_mrad:.2f}",
+                                 f"- -> {f.ee_rms_mm:.2f}"])
+            per_joint.rows.append([name, *(f"- / {y:.2f}" for y in f.q_rms_mrad)])
+            continue
+        b_flag = " (diverged)" if b.diverged else ""
+        summary.rows.append([name, f"{b.loss:.4g}{b_flag}", f"{f.loss:.4g}{flag}",
+                             f"{b.q_rms_all_mrad:.2f} -> {f.q_rms_all_mrad:.2f}", f"{b.ee_rms_mm:.2f} -> {f.ee_rms_mm:.2f}"])
         per_joint.rows.append([name, *(f"{x:.2f} / {y:.2f}" for x, y in zip(b.q_rms_mrad, f.q_rms_mrad))])
-    return [Section(title, [summary, "Per-joint position RMS [mrad], nominal / fitted:", per_joint])]
+    note: list[str | Table] = [] if not missing else [
+        f"{NO_BASELINE.capitalize()} ({', '.join(missing)}): their gains come from the fit, and the nominal model has "
+        "no servo to replay them with (a servo at the nominal kp lets the arm fall). Only the fitted scores are shown."]
+    return [Section(title, [*note, summary, "Per-joint position RMS [mrad], nominal / fitted:", per_joint])]
 
 
 def verdict_sections(result: FitResult) -> list[Section]:

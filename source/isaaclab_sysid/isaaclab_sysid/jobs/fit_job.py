@@ -234,8 +234,8 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
     report = write_report(run_dir, sections, pngs)
     if args.output.plots:
         figs = [convergence_figure(history)] if history else []
-        for run, ro in zip(all_runs, ev.rollouts):
-            figs += run_figures(run, ro.q[0], ro.q[1], result.space.joint_names)
+        for i, (run, ro) in enumerate(zip(all_runs, ev.rollouts)):
+            figs += run_figures(run, ev.baseline_q(i), ro.q[1], result.space.joint_names)
         log(f"report: {report} and {write_html_report(run_dir, 'System identification report', sections, figs)}")
     else:
         log(f"report: {report}")
