@@ -29,6 +29,11 @@ exported one. The latency probe then stays below the effort limit (half of the s
 
 Isaac Lab allows one simulation per process: the job builds one environment and
 closes it.
+
+An export written before one of the fields the check reads existed (:data:`CURRENT_FIELDS`:
+``PHYSICS_DT``, ``SAMPLED_RANGES`` ...) is refused in one line naming the file, the missing fields
+and the command that regenerates it (:func:`require_current_export`); nothing is assumed for a
+missing field.
 """
 
 from __future__ import annotations
@@ -54,6 +59,12 @@ F32_RTOL = 2e-6
 #: effort used to measure the actuator latency [N m] (below every Panda joint's effort limit)
 PROBE_EFFORT = 5.0
 GROUPS = ("armature", "friction", "viscous")
+#: what makes a module an isaaclab_sysid export at all
+EXPORT_FIELDS = ("JOINT_NAMES", "ASSET_NAME", "FITTED", "RANGES", "apply_to", "SysidEventsCfg")
+#: the fields of a current export the check reads; an export written before one existed is refused, not guessed at
+#: (a 1 ms PHYSICS_DT, Newton, the exported ranges as what the terms draw, no delay, no servo gains)
+CURRENT_FIELDS = ("PHYSICS", "PHYSICS_DT", "check_physics_dt", "SAMPLED_RANGES", "DELAY_RANGE_STEPS", "ACTUATOR_VALUES",
+                  "make_events_cfg")
 
 
 class CheckError(ExportError):
@@ -70,10 +81,33 @@ def load_export_module(path: str | Path) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod  # configclass resolves annotations through sys.modules
     spec.loader.exec_module(mod)
-    for attr in ("JOINT_NAMES", "ASSET_NAME", "FITTED", "RANGES", "apply_to", "SysidEventsCfg"):
+    for attr in EXPORT_FIELDS:
         if not hasattr(mod, attr):
             raise CheckError(f"{p}: not an isaaclab_sysid export (no {attr})")
+    require_current_export(mod, p)
     return mod
+
+
+def require_current_export(mod: ModuleType, path: str | Path | None = None) -> None:
+    """Refuse an export written before a field the check reads existed (:data:`CURRENT_FIELDS`).
+
+    Args:
+        mod: the exported module; path: its file (default ``mod.__file__``), named in the message together with
+            the command that regenerates it (the fit folder is the file's grandparent when it sits in
+            ``<fit_dir>/export/``).
+
+    Raises:
+        CheckError: one line: the file, the missing fields and ``python scripts/export_dr.py --fit_dir ...``.
+    """
+    missing = [f for f in CURRENT_FIELDS if not hasattr(mod, f)]
+    if not missing:
+        return
+    p = Path(path if path is not None else getattr(mod, "__file__", None) or "<the exported module>")
+    fit_dir = str(p.parent.parent) if p.parent.name == "export" else "<the fit folder>"
+    raise CheckError(f"{p}: an older export without {', '.join(missing)} (written before "
+                     f"{'these fields' if len(missing) > 1 else 'that field'} existed); the check assumes nothing for "
+                     f"{'them' if len(missing) > 1 else 'it'}: regenerate it with python scripts/export_dr.py --fit_dir "
+                     f"{fit_dir}")
 
 
 @dataclass
@@ -189,15 +223,7 @@ def _env_cfg(mod: ModuleType, robot: Robot, num_envs: int, decimation: int, sim_
     setattr(scene, mod.ASSET_NAME, mod.apply_to(base))
     obs = ObservationGroupCfg()
     obs.q = ObservationTermCfg(func=joint_pos)
-    if hasattr(mod, "make_events_cfg"):
-        events = mod.make_events_cfg(mode=events_mode)
-    else:  # an older export: the same terms, switched to the mode here
-        from isaaclab.managers import EventTermCfg
-
-        events = mod.SysidEventsCfg()
-        for term in vars(events).values():
-            if isinstance(term, EventTermCfg):
-                term.mode = events_mode
+    events = mod.make_events_cfg(mode=events_mode)
     if is_servo_module(mod):
         # a servo's PD acts on the arm's state: every reset puts the arm back at rest at its position target, so the
         # latency probe sees the probe alone (the Frankas' effort path needs no state and keeps no such term)
@@ -282,13 +308,13 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
     """
     if list(mod.JOINT_NAMES) != list(robot.joint_names):
         raise CheckError(f"the export's joints {list(mod.JOINT_NAMES)} are not robot '{robot.name}''s {list(robot.joint_names)}")
-    dt = float(getattr(mod, "PHYSICS_DT", TICK_S) if sim_dt is None else sim_dt)
-    if hasattr(mod, "check_physics_dt"):
-        try:
-            mod.check_physics_dt(dt)
-        except ValueError as exc:
-            raise CheckError(str(exc)) from None
-    physics = getattr(mod, "PHYSICS", "newton")
+    require_current_export(mod)
+    dt = float(mod.PHYSICS_DT if sim_dt is None else sim_dt)
+    try:
+        mod.check_physics_dt(dt)
+    except ValueError as exc:
+        raise CheckError(str(exc)) from None
+    physics = mod.PHYSICS
     if physics != "newton":
         raise CheckError(f"the export was written for {physics}; this check runs on Newton (re-export with --physics newton)")
 
@@ -318,7 +344,7 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
         probe = PROBE_EFFORT
         if servo and "actuator_effort_limit" in mod.ACTUATOR_VALUES:
             probe = min(PROBE_EFFORT, 0.5 * min(float(v) for v in mod.ACTUATOR_VALUES["actuator_effort_limit"].values()))
-        lo_d, hi_d = tuple(int(v) for v in getattr(mod, "DELAY_RANGE_STEPS", (0, 0)))
+        lo_d, hi_d = tuple(int(v) for v in mod.DELAY_RANGE_STEPS)
         draws = {g: [] for g in GROUPS}
         delays, latency_ok = [], True
         for r in range(resets):
@@ -348,8 +374,7 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
         rows = _rows(mod, names, nominal, draws, np.concatenate(delays), num_envs * resets)
         if servo:
             rows += _gain_rows(mod, names, gain_nominal, gain_draws)
-        delay = getattr(mod, "DELAY_RANGE_STEPS", None)
-        ticks = None if delay is None else (delay[0] * dt / TICK_S, delay[1] * dt / TICK_S)
+        ticks = (lo_d * dt / TICK_S, hi_d * dt / TICK_S)
         log(f"checked {len(rows)} numbers over {num_envs} envs x {resets} resets")
         return CheckReport(rows, num_envs, resets, dt, decimation, physics, ticks, latency_ok, failures)
     finally:
@@ -364,7 +389,7 @@ SERVO_GAINS = {"kp": "kp", "kd": "kd"}
 
 def is_servo_module(mod: ModuleType) -> bool:
     """Whether an exported module is a position servo's (its actuator carries fitted gains)."""
-    return "stiffness" in getattr(mod, "ACTUATOR_VALUES", {})
+    return "stiffness" in mod.ACTUATOR_VALUES
 
 
 def _read_gains(art, ids) -> dict[str, np.ndarray]:
@@ -386,7 +411,7 @@ def _read_gains(art, ids) -> dict[str, np.ndarray]:
 
 def _gain_rows(mod: ModuleType, names: list[str], nominal: dict, draws: dict) -> list[CheckRow]:
     """Rows of a servo export's gains (randomized) and effort limits (fixed)."""
-    sampled_all = getattr(mod, "SAMPLED_RANGES", {})
+    sampled_all = mod.SAMPLED_RANGES
     rows = []
     for g in SERVO_GAINS:
         if g not in mod.FITTED:
@@ -440,10 +465,7 @@ def _read(names: list[str], num_envs: int, failures: list[str], when: str) -> di
 def _rows(mod: ModuleType, names: list[str], nominal: dict, draws: dict, delays: np.ndarray, n: int) -> list[CheckRow]:
     fitted_key = {"armature": "armature", "friction": "mu_static" if "mu_static" in mod.FITTED else "friction",
                   "viscous": "viscous"}
-    # an older export has no SAMPLED_RANGES: its terms are meant to draw the exported ranges
-    sampled_all = getattr(mod, "SAMPLED_RANGES", None)
-    if sampled_all is None:
-        sampled_all = {k: v for k, v in mod.RANGES.items() if v[0] is not None}
+    sampled_all = mod.SAMPLED_RANGES
     rows = []
     for g in GROUPS:
         key = fitted_key[g]
@@ -462,7 +484,7 @@ def _rows(mod: ModuleType, names: list[str], nominal: dict, draws: dict, delays:
             _judge(row, nom, col, sampled is not None)
             rows.append(row)
     if "delay_steps" in mod.FITTED:
-        lo, hi = (int(v) for v in getattr(mod, "DELAY_RANGE_STEPS", (mod.FITTED["delay_steps"],) * 2))
+        lo, hi = (int(v) for v in mod.DELAY_RANGE_STEPS)
         row = CheckRow("delay", float(mod.FITTED["delay_steps"]), (float(lo), float(hi)),
                        None if "delay" not in sampled_all else tuple(float(v) for v in sampled_all["delay"]),
                        (float("nan"), float("nan")), (float(delays.min()), float(delays.max())), int(delays.size))
