@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 from isaaclab_sysid.data import RunFormatError, read_run
+from isaaclab_sysid.export.record import DrRecord
 from isaaclab_sysid.jobs.fit_job import FitArgs, FitError, run_fit
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.paths import LOGS_DIR, REAL_RUNS_DIR, REPO_ROOT
@@ -65,16 +66,19 @@ def check_against_truth(run_dir) -> bool:
               f"{None if a is None else a.floor_source}); --noise_floor_from was not applied")
         return False
     floor_mrad, between_mrad = a.floor_mrad, a.floor_mrad * np.sqrt(2.0)
-    export = json.loads((run_dir / "export" / "sysid_dr.json").read_text())
-    ranges, truth = export["ranges"], truth_values()
+    export = DrRecord.from_json(json.loads((run_dir / "export" / "sysid_dr.json").read_text()))
+    truth = truth_values()
     outside = []
     for e in result.space.entries():
         v = float(truth[e.group][0 if e.joint is None else result.space.joint_names.index(e.joint)])
-        r = ranges.get(e.label)
-        if r is None or not (r["lower"] - 1e-12 <= v <= r["upper"] + 1e-12):
-            outside.append(f"{e.label} truth {v:.4g} range {None if r is None else [r['lower'], r['upper']]}")
+        r = export.ranges.get(e.label)
+        # a None end is unbounded (SpanRow: not identifiable on that side)
+        lo = -np.inf if r is None or r.lower is None else float(r.lower)
+        hi = np.inf if r is None or r.upper is None else float(r.upper)
+        if r is None or not (lo - 1e-12 <= v <= hi + 1e-12):
+            outside.append(f"{e.label} truth {v:.4g} range {None if r is None else [r.lower, r.upper]}")
     hits = [h.label for h in result.at_bounds()]
-    unflagged = [h for h in hits if h not in export.get("unreliable", {})]
+    unflagged = [h for h in hits if h not in export.meta["unreliable"]]  # export/build.py always writes the section
     ev = json.loads((run_dir / "eval_result.json").read_text())
     held = ev["runs"][DEMO_HELDOUT]["fitted"]["q_rms_all_mrad"]
     checks = [
