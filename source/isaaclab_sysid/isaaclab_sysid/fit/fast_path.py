@@ -55,7 +55,7 @@ class FastPathSettings:
     """Settings of the fast path.
 
     Attributes:
-        refine_iter: Levenberg-Marquardt iterations per phase (phase 1 at the starts' delays, phase 2 the other delays).
+        refine_iter: Levenberg-Marquardt finite-difference Jacobians per phase (phase 1 at the starts' delays, phase 2 the other delays).
         delay_neighbours: delays profiled beside the best one, d-k..d+k ticks (None = every delay in the bounds).
         max_floor_ratio: suspect when the fit q RMS exceeds this multiple of the white-noise estimate [-].
         agree_ratio: phase-1 tracks whose final losses differ by more than this factor disagree [-].

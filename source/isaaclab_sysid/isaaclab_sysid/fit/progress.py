@@ -137,7 +137,7 @@ class FitProgress:
 
     Args:
         log: where lines go (``print`` on a terminal also gets the bar).
-        max_iter: CMA-ES generations (``--max_iter``); refine_iter: refinement iterations per phase.
+        max_iter: CMA-ES generations (``--max_iter``); refine_iter: refinement Jacobians per phase (the Broyden steps between them come on top).
         bar: force the bar on/off (default: ``log is print`` and stdout is a terminal).
     """
 

@@ -73,7 +73,8 @@ class RefineSettings:
     """Settings of the local refinement.
 
     Attributes:
-        max_iter: LM iterations (0 disables the stage).
+        max_iter: finite-difference Jacobians per track and phase (0 disables the stage); the Broyden steps between
+            them (``jacobian_reuse``) come on top.
         h: forward-difference step in the normalized space.
         rtol: a track stops when an accepted step improves its loss by less than this fraction.
         delay_neighbours: refine the delays d - k .. d + k around the CMA-ES best
@@ -436,7 +437,7 @@ class LMRefiner:
         """
         s = self.settings
         b = state.best()
-        budget = f"raise --refine_iter (now {s.max_iter} iterations per phase)"
+        budget = f"raise --refine_iter (now {s.max_iter} finite-difference Jacobians per phase)"
         if b.stop == "diverged" or not np.isfinite(b.loss):
             return StageVerdict(stage, False, "its best track diverged (every start diverged)", start_remedy)
         if b.accepted == 0 and any(np.array_equal(b.x, c) for c in converged_starts):
@@ -459,7 +460,8 @@ class LMRefiner:
         else:
             why = (f"still improving: its last step lowered the loss by {100 * b.last_gain:.2g} % "
                    f"(> rtol {100 * s.rtol:.2g} %)")
-        return StageVerdict(stage, False, f"it ran out of its {s.max_iter} iterations per phase before a stopping "
+        return StageVerdict(stage, False, f"it ran out of its {s.max_iter} finite-difference Jacobians per phase "
+                            "before a stopping "
                             f"test: {why}", budget)
 
     def run(self, state: RefineState, on_iteration: Callable[[dict, RefineState], None] | None = None) -> RefineState:

@@ -52,7 +52,7 @@ class SearchSettings:
 
     Attributes:
         cmaes: the CMA-ES settings (population, generations, step, seed, start).
-        refine_iter: Levenberg-Marquardt iterations per phase (0 = no refinement).
+        refine_iter: Levenberg-Marquardt finite-difference Jacobians per phase (0 = no refinement).
         delay_neighbours: delays refined beside the best one, d-k..d+k (None = every delay in the bounds).
         save_interval: checkpoint every this many generations (and at the end).
         quiet: no per-generation progress line.

@@ -66,7 +66,7 @@ class RefineArgs:
     """A least-squares attempt that still lowered the cost by more than 1 (or a first one that ran out of
     budget) restarts its trust region from its end point, at most this many times per pass (the last
     attempt decides 'converged')."""
-    fd_step: float = 1e-4
+    fd_step: float = 1e-3
     """Forward-difference step (log-Cholesky units; x10 relative for the joint terms)."""
     ftol: float = 1e-6
     """Relative cost change that ends a pass."""

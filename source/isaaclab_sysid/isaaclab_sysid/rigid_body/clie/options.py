@@ -65,7 +65,7 @@ class ClieOptions:
     passes: int = 2
     max_iter: int = 20
     restarts: int = 2
-    fd_step: float = 1e-4
+    fd_step: float = 1e-3
     ftol: float = 1e-6
     hac_lag_s: float = 0.5
     clamp_margin: float = 0.98
