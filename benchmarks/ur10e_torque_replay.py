@@ -30,6 +30,9 @@ def main() -> int:
     ap.add_argument("--fit_window_s", type=float, default=None,
                     help="the fit's shooting window [s] (default: the size's; 0 = chosen from the data)")
     ap.add_argument("--work", type=Path, default=None, help="keep the outputs here (default: a temporary folder)")
+    ap.add_argument("--refine_jacobian_reuse", type=int, default=None,
+                    help="the fit's Broyden steps between finite-difference Jacobians (default 3; 0: a stencil every "
+                         "LM iteration, as before issue 26's third session)")
     a = ap.parse_args()
     if not (ur10e_dir() / "validation_data").is_dir():
         print(f"skipped: no UR10e data at {ur10e_dir()} (set ISAACLAB_SYSID_SHARED)")
@@ -37,6 +40,8 @@ def main() -> int:
     size = CI if a.quick else FULL
     if a.fit_window_s is not None:
         size = dataclasses.replace(size, fit_window_s=a.fit_window_s or None)
+    if a.refine_jacobian_reuse is not None:
+        size = dataclasses.replace(size, jacobian_reuse=a.refine_jacobian_reuse)
     work = a.work or Path(tempfile.mkdtemp(prefix="ur10e_torque_"))
     t0 = time.perf_counter()
     res = run_study(size, work, log=print)

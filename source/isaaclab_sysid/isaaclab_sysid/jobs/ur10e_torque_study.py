@@ -59,6 +59,8 @@ class StudySize:
             score_windows_s: the window lengths scored [s].
         rb_audit: poses per seed of the rigid-body audit (uniform, dense).
         channel_scale: the fit's ``--channel_scale`` (none, or rms: each joint's error over its RMS motion).
+        jacobian_reuse: the fit's ``--refine_jacobian_reuse`` (Broyden steps between finite-difference Jacobians;
+            0: a stencil every LM iteration, the behaviour before).
     """
 
     fit_runs: tuple[str, ...]
@@ -69,6 +71,7 @@ class StudySize:
     score_windows_s: tuple[float, ...] = (0.2, 0.5)
     rb_audit: tuple[int, int] = (20000, 10000)
     channel_scale: str = "none"
+    jacobian_reuse: int = 3
 
 
 #: the fit's window is the fit's own default, chosen from the data (fit/shooting_floor.choose_window: 0.05 s at the LS
@@ -165,7 +168,8 @@ def _fit(size: StudySize, rb_dir: Path, gains: np.ndarray, work: Path, log: Call
         torque_includes_gravity=True, drive_gains=tuple(float(k) for k in gains), window_s=size.fit_window_s,
         nominal=str(rb_dir / "nominal_inertials.json"), x0=str(seed), num_envs=size.num_envs,
         max_iter=size.max_iter, refine_iter=size.refine_iter, refine_delay_neighbours=1, log_dir=str(work / "fit"),
-        quiet=True, plots=False, seed=0, fit_groups=FIT_GROUPS, channel_scale=size.channel_scale, **BOUNDS,
+        quiet=True, plots=False, seed=0, fit_groups=FIT_GROUPS, channel_scale=size.channel_scale,
+        refine_jacobian_reuse=size.jacobian_reuse, **BOUNDS,
     )
     return run_fit(args, log=log)
 
