@@ -178,7 +178,12 @@ class FitProgress:
             self._phase2_start = it - 1
         in_phase = it - self._phase2_start if phase == 2 else it
         finished = phase == phases and not any(t["active"] for t in record["tracks"])
-        left = 0 if finished else max(self.refine_iter - in_phase, 1) + (self.refine_iter if phase < phases else 0)
+        if finished:
+            left = 0
+        elif "iterations_left" in record:  # the refiner's own bound (Broyden steps between Jacobians come on top)
+            left = max(int(record["iterations_left"]), 1)
+        else:  # records of older refinements: one Jacobian per iteration
+            left = max(self.refine_iter - in_phase, 1) + (self.refine_iter if phase < phases else 0)
         return it, phase, phases, left, finished
 
     def _emit(self, line: str, stage: str, done: int, total: int) -> None:

@@ -352,8 +352,20 @@ class LMRefiner:
         state.history.append(record)
         self._maybe_next_phase(state)
         self._maybe_widen(state)
+        record["iterations_left"] = self._iterations_left(state)
         self._report(state)
         return record
+
+    def _iterations_left(self, state: RefineState) -> int:
+        """At most how many iterations the budget still allows (the progress line's clock): each finite-difference
+        Jacobian a track may still take brings at most ``jacobian_reuse + 1`` iterations, and phase 1 leaves phase 2."""
+        s = self.settings
+        per = s.jacobian_reuse + 1
+        live = [t for t in state.tracks if t.active]
+        if not live:
+            return 0
+        left = max((s.max_iter - getattr(t, "jacobians", 0) + 1) * per for t in live)
+        return left + (s.max_iter * per if state.phase == 1 and self.delay_idx is not None else 0)
 
     def _stencils(self, tracks: list[RefineTrack]) -> int:
         """Roll out the finite-difference stencil of each of ``tracks`` in one batch and set their Jacobians;
