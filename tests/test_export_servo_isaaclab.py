@@ -6,7 +6,6 @@ building its configs."""
 
 from __future__ import annotations
 
-import ast
 import os
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from isaaclab_sysid.robots import load_robot
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_export_mjcf import _fit_dir, _servo_run  # noqa: E402  (the fit-folder fixture of the MJCF tests)
+from test_export_module import _literals  # noqa: E402  (the generated module's literal assignments)
 
 FIT = {
     "kp": [12.0, 18.0, 15.0, 8.0, 6.0, 4.0],
@@ -42,17 +42,6 @@ def exported(tmp_path_factory):
     rep = intervals_for(ctx, log=lambda s: None)
     paths, warns = export(ctx, tmp / "out", rep, RangePolicy())
     return paths, warns, robot
-
-
-def _literals(src: str) -> dict:
-    out = {}
-    for node in ast.parse(src).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                out[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
-    return out
 
 
 def test_servo_module_has_the_fitted_gains_effort_limit_and_delay(exported):
