@@ -1,5 +1,9 @@
 """Report plots (PNG): convergence, real vs sim per joint and EE (each with error panels: sim - real of the
-nominal and of the fitted parameters), per-joint RMS baseline vs fitted."""
+nominal and of the fitted parameters), per-joint RMS baseline vs fitted.
+
+A run that states no servo gains has no baseline (evaluate/heldout.py: ``EvalResult.has_baseline``, why): its plots
+show the fitted parameters only and say :data:`~isaaclab_sysid.evaluate.heldout.NO_BASELINE` in the title, the
+legend and the RMS panel's title, as the tables, report.md, report.html and ``eval_result.json`` do."""
 
 from __future__ import annotations
 
@@ -11,8 +15,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from isaaclab_sysid.data.run import Run  # noqa: E402
+from isaaclab_sysid.evaluate.heldout import NO_BASELINE, EvalResult  # noqa: E402
 from isaaclab_sysid.utils.atomic import atomic_path  # noqa: E402
 
 
@@ -83,12 +89,14 @@ def _error_panel(ax, t: np.ndarray, err: np.ndarray, label: str, unit: str, colo
 
 
 def plot_run(run: Run, q_sets: dict[str, np.ndarray], ee_sets: dict[str, np.ndarray], path: str | Path,
-             joint_names: Sequence[str] | None = None) -> Path:
+             joint_names: Sequence[str] | None = None, note: str | None = None) -> Path:
     """Real vs simulated joint positions and EE position (x, y, z), each with error panels beneath it.
 
     The top panel of a joint shows q [rad] of real and every parameter set; beneath it, one panel per set
     (nominal, fitted) shows that set's sim - real in mrad (EE: mm) on its own linear axis, with its RMS,
-    so a fitted error of 0.1 mrad is as readable as a nominal one of 50 mrad.
+    so a fitted error of 0.1 mrad is as readable as a nominal one of 50 mrad. ``q_sets``: (T, N) [rad] per set,
+    ``ee_sets``: (T, 3) [m] per set. ``note``: what the figure leaves out and why (e.g. ``"nominal: no baseline:
+    ..."``), added to the first panel's legend and to the title.
     """
     n = run.n_dof
     jn = list(joint_names or [f"j{i + 1}" for i in range(n)])
@@ -96,7 +104,9 @@ def plot_run(run: Run, q_sets: dict[str, np.ndarray], ee_sets: dict[str, np.ndar
     cols = 3
     rows = int(np.ceil(panels / cols))
     labels = list(dict.fromkeys([*q_sets, *ee_sets]))
-    colors = {label: f"C{i}" for i, label in enumerate(labels)}
+    # the same colour for a set whether or not the other is shown (nominal C0, fitted C1, any other set after them)
+    colors = {"nominal": "C0", "fitted": "C1"}
+    colors.update({label: f"C{2 + i}" for i, label in enumerate(x for x in labels if x not in colors)})
     n_err = max(len(q_sets), len(ee_sets))
     height = (2.0 + 1.0 * n_err) * rows + 0.6
     fig = plt.figure(figsize=(13, height))
@@ -117,7 +127,11 @@ def plot_run(run: Run, q_sets: dict[str, np.ndarray], ee_sets: dict[str, np.ndar
         ax.set_title(title, fontsize=9)
         ax.tick_params(labelbottom=False, labelsize=7)
         if i == 0:
-            ax.legend(fontsize=7)
+            handles, names = ax.get_legend_handles_labels()
+            if note:
+                handles.append(Line2D([], [], linestyle="none"))
+                names.append(note)
+            ax.legend(handles, names, fontsize=7)
         for k, (label, y) in enumerate(sims.items()):
             err_ax = fig.add_subplot(sub[1 + k], sharex=ax)
             _error_panel(err_ax, t, scale * (y - real), label, unit, colors[label])
@@ -125,24 +139,29 @@ def plot_run(run: Run, q_sets: dict[str, np.ndarray], ee_sets: dict[str, np.ndar
             err_ax.tick_params(labelbottom=last)
             if last and i >= panels - cols:
                 err_ax.set_xlabel("t [s]")
-    fig.suptitle(f"{run.name}: real vs sim; beneath each, sim - real per parameter set (own scale)", y=1 - 0.2 / height)
+    title = f"{run.name}: real vs sim; beneath each, sim - real per parameter set (own scale)"
+    fig.suptitle(title + (f"; {note}" if note else ""), y=1 - 0.2 / height)
     return _save(fig, path)
 
 
-def plot_rms_bars(result, path: str | Path, joint_names: Sequence[str] | None = None) -> Path:
-    """Per-joint position RMS [mrad], baseline vs fitted, one panel per run."""
+def plot_rms_bars(result: EvalResult, path: str | Path, joint_names: Sequence[str] | None = None) -> Path:
+    """Per-joint position RMS [mrad], baseline vs fitted, one panel per run; a run without a baseline
+    (``result.has_baseline``) has the fitted bars only and says why in its panel's title."""
     R = len(result.runs)
     fig, axes = plt.subplots(1, R, figsize=(4.5 * R + 1, 3.5), squeeze=False)
     for r, name in enumerate(result.runs):
         ax = axes[0, r]
-        b = np.array(result.baseline[r].q_rms_mrad)
         f = np.array(result.fitted[r].q_rms_mrad)
-        x = np.arange(len(b))
-        ax.bar(x - 0.2, b, 0.4, label="nominal")
-        ax.bar(x + 0.2, f, 0.4, label="fitted")
+        x = np.arange(len(f))
+        if result.has_baseline(r):
+            ax.bar(x - 0.2, np.array(result.baseline[r].q_rms_mrad), 0.4, label="nominal")
+            ax.bar(x + 0.2, f, 0.4, label="fitted")
+            ax.set_title(name, fontsize=9)
+        else:
+            ax.bar(x, f, 0.4, label="fitted", color="C1")
+            ax.set_title(f"{name}\n(nominal: {NO_BASELINE})", fontsize=9)
         ax.set_xticks(x, list(joint_names or [f"j{i + 1}" for i in x]), fontsize=7, rotation=30, ha="right")
         ax.set_ylabel("q RMS [mrad]")
-        ax.set_title(name, fontsize=9)
         ax.legend(fontsize=8)
     fig.tight_layout()
     return _save(fig, path)
@@ -168,15 +187,18 @@ def plot_windows(run: Run, q_fit: np.ndarray, windows: np.ndarray, path: str | P
     return _save(fig, path)
 
 
-def plot_evaluation(out_dir: str | Path, runs: Sequence[Run], ev, joint_names: Sequence[str] | None = None,
+def plot_evaluation(out_dir: str | Path, runs: Sequence[Run], ev: EvalResult, joint_names: Sequence[str] | None = None,
                     windows: Sequence[np.ndarray] | None = None) -> list[Path]:
-    """Real vs sim (nominal and fitted) per run and the per-joint RMS bars of an :class:`EvalResult`; for a torque run
-    (``windows[r]`` given, more than one window) also its first shooting windows (:func:`plot_windows`)."""
+    """Real vs sim (nominal and fitted; fitted only for a run without a baseline, with the reason) per run and the
+    per-joint RMS bars of an :class:`EvalResult`; for a torque run (``windows[r]`` given, more than one window) also
+    its first shooting windows (:func:`plot_windows`)."""
     out_dir = Path(out_dir)
     paths = []
     for i, (run, ro) in enumerate(zip(runs, ev.rollouts)):
-        paths.append(plot_run(run, {"nominal": ro.q[0], "fitted": ro.q[1]}, {"nominal": ro.ee_pos[0], "fitted": ro.ee_pos[1]},
-                              out_dir / f"real_vs_sim_{run.name}.png"))
+        q_sets, ee_sets, note = {"fitted": ro.q[1]}, {"fitted": ro.ee_pos[1]}, f"nominal: {NO_BASELINE}"
+        if ev.has_baseline(i):
+            q_sets, ee_sets, note = {"nominal": ro.q[0], **q_sets}, {"nominal": ro.ee_pos[0], **ee_sets}, None
+        paths.append(plot_run(run, q_sets, ee_sets, out_dir / f"real_vs_sim_{run.name}.png", joint_names, note))
         if windows is not None and run.meta.controller == "torque" and len(windows[i]) > 1:
             paths.append(plot_windows(run, ro.q[1], windows[i], out_dir / f"windows_{run.name}.png", joint_names))
     paths.append(plot_rms_bars(ev, out_dir / "rms_per_joint.png", joint_names))
