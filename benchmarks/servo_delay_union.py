@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 import tyro
 
-from isaaclab_sysid.twin.servo_proof import CI_GROUPS, ServoVerdict, delay_case
+from isaaclab_sysid.jobs.servo_proof import CI_GROUPS, ServoVerdict, delay_case
 from isaaclab_sysid.utils.atomic import atomic_write_json
 
 

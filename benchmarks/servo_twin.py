@@ -2,7 +2,7 @@
 """The servo arm's proof (issue 27): the SO-101 twin recorded as LeRobot records it (30 fps, normalized range,
 calibration file), read by the importer, fitted by scripts/sysid_franka_osc.py (kp, kd, armature, static friction,
 Stribeck velocity, delay, encoder offset; gains unknown), intervals by scripts/compute_intervals.py, and every
-fitted number judged against the hidden truth (isaaclab_sysid/twin/servo_proof.py).
+fitted number judged against the hidden truth (isaaclab_sysid/jobs/servo_proof.py).
 
     python benchmarks/servo_twin.py --out /tmp/servo_twin            # full size: 2 x 20 s fit episodes + 1 held out
     python benchmarks/servo_twin.py --out /tmp/servo_twin --ci       # the test suite's size
@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 
-from isaaclab_sysid.twin.servo_proof import run_proof
+from isaaclab_sysid.jobs.servo_proof import run_proof
 from isaaclab_sysid.utils.atomic import atomic_write_json
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from isaaclab_sysid.paths import REPO_ROOT
 from isaaclab_sysid.twin.servo import SO101_TRUTH
-from isaaclab_sysid.twin.servo_proof import delay_case, fit_flags, judge, make_servo_dataset
+from isaaclab_sysid.jobs.servo_proof import delay_case, fit_flags, judge, make_servo_dataset
 
 pytest.importorskip("pyarrow")
 
