@@ -132,3 +132,32 @@ def test_broyden_updates_reach_the_same_optimum_with_fewer_rollouts():
     n_c = len(space.continuous_index())
     assert any(r["evaluations"] < n_c for r in b.history)
     assert a.history[0]["evaluations"] >= n_c + 1
+
+
+def test_widening_counts_only_the_profile_not_other_basins_tracks():
+    """Issue 27's servo twin: a phase-1 track of another basin at delay 3 (far worse) made 3 count as profiled, so
+    the walk from delay 1 stopped at 2 and called it converged. Only the profile's tracks decide where it widens."""
+    from isaaclab_sysid.fit.refine import RefineState, RefineTrack
+
+    space, runs = _space(), _runs()
+    ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs), RefineSettings(max_iter=6))
+    x = space.normalize({"armature": TRUE["armature"], "friction": TRUE["friction"], "viscous": TRUE["viscous"],
+                         "delay": 1})
+
+    def track(d: int, loss: float, profile: bool) -> RefineTrack:
+        return RefineTrack(x=space.with_delay(x, d), loss=loss, contrib=np.zeros(1), lam=1e-2, active=False,
+                           delay=d, profile=profile)
+
+    other = track(3, 100.0, False)
+    st = RefineState(tracks=[track(1, 1.0, True), other, track(0, 2.0, True), track(2, 0.5, True)], phase=2,
+                     warm=space.with_delay(x, 1))
+    ref._maybe_widen(st)
+    new = [t for t in st.tracks if t.active]
+    assert [t.delay for t in new] == [3] and new[0].profile and new[0] is not other
+    # warm-started from the edge's optimum (delay 2's point), not from the phase-1 optimum
+    np.testing.assert_array_equal(np.delete(new[0].x, space.delay_index), np.delete(st.tracks[3].x, space.delay_index))
+    # the profile's best at an inner delay: no widening
+    st2 = RefineState(tracks=[track(1, 0.5, True), track(0, 2.0, True), track(2, 1.0, True), track(5, 100.0, False)],
+                      phase=2, warm=space.with_delay(x, 1))
+    ref._maybe_widen(st2)
+    assert not any(t.active for t in st2.tracks)

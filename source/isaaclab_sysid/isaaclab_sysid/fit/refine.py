@@ -126,6 +126,9 @@ class RefineTrack:
     accepted: int = 0
     last_gain: float = float("nan")
     rejected: int = 0
+    #: a point of phase 2's delay profile (the phase-1 winner and the tracks warm-started from it), not a phase-1
+    #: track of another basin that happens to sit at some delay
+    profile: bool = False
     #: the Jacobian (M, n_c) of the residuals at ``x`` and the residuals ``r`` (M,) there (None: roll out a stencil);
     #: ``age``: Broyden updates since its finite-difference evaluation; ``jacobians``: stencils rolled out this phase
     J: np.ndarray | None = None
@@ -160,7 +163,8 @@ class RefineState:
     phase_start: int = 0
     #: the lowest loss among the starts (None in states pickled before it was recorded)
     start_loss: float | None = None
-    #: phase 2 with widening delays: the phase-1 optimum the delay tracks are warm-started from (None otherwise)
+    #: phase 2 with widening delays: the phase-1 optimum (None otherwise: no widening); widened tracks start from the
+    #: profile's edge
     warm: np.ndarray | None = None
 
     @property
@@ -260,19 +264,28 @@ class LMRefiner:
         return [d for d in range(lo, hi + 1) if g.lower <= d <= g.upper and d != d0]
 
     def _maybe_widen(self, state: RefineState) -> None:
-        """Phase 2 done with widening delays: while the best delay sits at an edge of the profiled delays (and the
-        bounds go on), one more track one tick past that edge, warm-started from the phase-1 optimum like the others."""
+        """Phase 2 done with widening delays: while the profile's best delay sits at an edge of the profiled delays
+        (and the bounds go on), one more track one tick past that edge, warm-started from the edge's optimum.
+
+        Only the profile's tracks count (:attr:`RefineTrack.profile`): a phase-1 track of another basin that sits at
+        delay 6 does not make 6 "profiled", or a walk from delay 1 towards a true 7 would stop at 2 (issue 27's
+        servo twin: it did, and the refinement called delay 2 converged)."""
         if state.phase != 2 or not state.done or getattr(state, "warm", None) is None or self.delay_idx is None:
             return
         g = self.space.group("delay")
-        tried = sorted({int(t.delay) for t in state.tracks if t.delay is not None})
-        d = int(state.best().delay)
+        prof = ([t for t in state.tracks if t.delay is not None and t.profile]
+                or [t for t in state.tracks if t.delay is not None])  # a state pickled before profiles were marked
+        tried = sorted({int(t.delay) for t in prof})
+        b = min(prof, key=lambda t: t.loss)
+        d = int(b.delay)
         new = [e for e, edge in ((d - 1, tried[0]), (d + 1, tried[-1])) if d == edge and g.lower <= e <= g.upper]
         if new:
             state.phase_start = state.iteration  # the new tracks get their own iterations
-            b = state.best()
-            state.tracks += self._new_tracks([self._track_at(state.warm, e) for e in new], new,
-                                             [getattr(b, "start", "")] * len(new), warm=b)
+            tracks = self._new_tracks([self._track_at(b.x, e) for e in new], new,
+                                      [getattr(b, "start", "")] * len(new), warm=b)
+            for t in tracks:
+                t.profile = True
+            state.tracks += tracks
 
     def _maybe_next_phase(self, state: RefineState) -> None:
         """When phase 1 is done, warm-start one track per other delay from its optimum (phase 2)."""
@@ -288,9 +301,13 @@ class LMRefiner:
             t.jacobians = 0  # max_iter counts each phase's stencils
         if self._widening():
             state.warm = best.x.copy()
+        best.profile = True
         if others:
-            state.tracks += self._new_tracks([self._track_at(best.x, d) for d in others], others,
-                                             [best.start] * len(others), warm=best)
+            tracks = self._new_tracks([self._track_at(best.x, d) for d in others], others,
+                                      [best.start] * len(others), warm=best)
+            for t in tracks:
+                t.profile = True
+            state.tracks += tracks
 
     def _needs_stencil(self, t: RefineTrack) -> bool:
         J = getattr(t, "J", None)
