@@ -149,7 +149,7 @@ def test_widening_counts_only_the_profile_not_other_basins_tracks():
                            delay=d, profile=profile)
 
     other = track(3, 100.0, False)
-    st = RefineState(tracks=[track(1, 1.0, True), other, track(0, 2.0, True), track(2, 0.5, True)], phase=2,
+    st = RefineState(tracks=[track(1, 0.7, True), other, track(0, 1.0, True), track(2, 0.5, True)], phase=2,
                      warm=space.with_delay(x, 1))
     ref._maybe_widen(st)
     new = [t for t in st.tracks if t.active]
@@ -157,7 +157,35 @@ def test_widening_counts_only_the_profile_not_other_basins_tracks():
     # warm-started from the edge's optimum (delay 2's point), not from the phase-1 optimum
     np.testing.assert_array_equal(np.delete(new[0].x, space.delay_index), np.delete(st.tracks[3].x, space.delay_index))
     # the profile's best at an inner delay: no widening
-    st2 = RefineState(tracks=[track(1, 0.5, True), track(0, 2.0, True), track(2, 1.0, True), track(5, 100.0, False)],
+    st2 = RefineState(tracks=[track(1, 0.5, True), track(0, 0.7, True), track(2, 0.6, True), track(5, 100.0, False)],
                       phase=2, warm=space.with_delay(x, 1))
+    ref._maybe_widen(st2)
+    assert not any(t.active for t in st2.tracks)
+
+
+def test_widening_reseeds_a_neighbour_left_in_a_worse_basin():
+    """Issue 27's servo twin with viscous fitted: the walk from delay 6 (a bad basin) fell into a 300x better basin
+    at 3; 4's track, warm-started from 6, ended 280x above 3. The walk re-seeds 4 from 3's optimum."""
+    from isaaclab_sysid.fit.refine import RefineState, RefineTrack
+
+    space, runs = _space(), _runs()
+    ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs), RefineSettings(max_iter=6))
+    x = space.normalize({"armature": TRUE["armature"], "friction": TRUE["friction"], "viscous": TRUE["viscous"],
+                         "delay": 1})
+
+    def track(d: int, loss: float, parent: int) -> RefineTrack:
+        return RefineTrack(x=space.with_delay(x, d) * (1.0 - 0.01 * d), loss=loss, contrib=np.zeros(1), lam=1e-2,
+                           active=False, delay=d, profile=True, parent=parent)
+
+    # 6 the phase-1 winner; 5, 7 from 6; 4 from 5; 3 from 4 (jumped basins); 2 from 3
+    st = RefineState(tracks=[track(6, 9.3e-4, -1), track(5, 9.1e-4, 0), track(7, 9.5e-4, 0), track(4, 8.9e-4, 1),
+                             track(3, 3.1e-6, 3), track(2, 4.1e-6, 4)], phase=2, warm=space.with_delay(x, 6))
+    ref._maybe_widen(st)
+    new = [t for t in st.tracks if t.active]
+    assert [t.delay for t in new] == [4] and new[0].parent == 4
+    np.testing.assert_array_equal(np.delete(new[0].x, space.delay_index), np.delete(st.tracks[4].x, space.delay_index))
+    # a smooth profile (neighbours within prune_ratio of the best): nothing re-seeded
+    st2 = RefineState(tracks=[track(6, 1.0, -1), track(5, 1.2, 0), track(7, 1.1, 0)], phase=2,
+                      warm=space.with_delay(x, 6))
     ref._maybe_widen(st2)
     assert not any(t.active for t in st2.tracks)

@@ -84,7 +84,9 @@ class RefineSettings:
             (phase-1 tracks are never pruned: the sliding-regime start begins far worse).
         prune_ratio: a track whose loss exceeds this multiple of the best is dropped.
         widen_delays: with ``delay_neighbours=None``, profile d-1..d+1 first and widen one tick past an edge only
-            while the best delay sits at that edge of the profiled delays (False: every delay in the bounds at once).
+            while the best delay sits at that edge of the profiled delays, re-seeding a neighbour of the best from
+            the best's optimum when it sits in a far worse basin (``LMRefiner._maybe_widen``; False: every delay in
+            the bounds at once).
         single_damping: after a track's first accepted step, try one damping value per iteration instead of three
             (lambda / 3 after an accepted step, x 10 after a rejected one; Nielsen-style), saving two rollouts per
             track and iteration.
@@ -129,6 +131,8 @@ class RefineTrack:
     #: a point of phase 2's delay profile (the phase-1 winner and the tracks warm-started from it), not a phase-1
     #: track of another basin that happens to sit at some delay
     profile: bool = False
+    #: the index in ``RefineState.tracks`` of the profile track this one was warm-started from (-1: none)
+    parent: int = -1
     #: the Jacobian (M, n_c) of the residuals at ``x`` and the residuals ``r`` (M,) there (None: roll out a stencil);
     #: ``age``: Broyden updates since its finite-difference evaluation; ``jacobians``: stencils rolled out this phase
     J: np.ndarray | None = None
@@ -264,27 +268,45 @@ class LMRefiner:
         return [d for d in range(lo, hi + 1) if g.lower <= d <= g.upper and d != d0]
 
     def _maybe_widen(self, state: RefineState) -> None:
-        """Phase 2 done with widening delays: while the profile's best delay sits at an edge of the profiled delays
-        (and the bounds go on), one more track one tick past that edge, warm-started from the edge's optimum.
+        """Phase 2 done with widening delays: walk the delay profile until the best delay's neighbours were both
+        refined from the best's own basin.
 
-        Only the profile's tracks count (:attr:`RefineTrack.profile`): a phase-1 track of another basin that sits at
-        delay 6 does not make 6 "profiled", or a walk from delay 1 towards a true 7 would stop at 2 (issue 27's
-        servo twin: it did, and the refinement called delay 2 converged)."""
+        For each neighbour e = d +- 1 (within the bounds) of the profile's best track b at delay d, one more track at
+        e, warm-started from b's optimum, when the profile has no track at e yet (the best sits at an edge: widen one
+        tick), or when no track at e was started from b and the best one there ends above ``prune_ratio`` x b's loss
+        (it sits in another basin: a walk from the phase-1 optimum at delay 6 can fall into a far better basin at 3,
+        and 4's track, warm-started from 6, says nothing of 3's basin at 4: re-seed it from 3).
+
+        Only the profile's tracks count (:attr:`RefineTrack.profile`): a phase-1 track of another basin at delay 6
+        does not make 6 "profiled", or a walk from delay 1 towards a true 7 would stop at 2 (issue 27's servo twin: it
+        did, and the refinement called delay 2 converged). Each (best, neighbour) pair gets at most one track, and
+        the best only moves to a lower loss, so the walk ends."""
         if state.phase != 2 or not state.done or getattr(state, "warm", None) is None or self.delay_idx is None:
             return
         g = self.space.group("delay")
-        prof = ([t for t in state.tracks if t.delay is not None and t.profile]
-                or [t for t in state.tracks if t.delay is not None])  # a state pickled before profiles were marked
-        tried = sorted({int(t.delay) for t in prof})
-        b = min(prof, key=lambda t: t.loss)
+        marked = any(getattr(t, "profile", False) for t in state.tracks)
+        prof = [(i, t) for i, t in enumerate(state.tracks)
+                if t.delay is not None and (getattr(t, "profile", False) or not marked)]  # unmarked: an older state
+        if not prof:
+            return
+        bi, b = min(prof, key=lambda it: it[1].loss)
         d = int(b.delay)
-        new = [e for e, edge in ((d - 1, tried[0]), (d + 1, tried[-1])) if d == edge and g.lower <= e <= g.upper]
+        new = []
+        for e in (d - 1, d + 1):
+            if not g.lower <= e <= g.upper:
+                continue
+            at_e = [t for _, t in prof if t.delay == e]
+            if not at_e:
+                new.append(e)
+            elif marked and not any(getattr(t, "parent", -1) == bi for t in at_e) \
+                    and min(t.loss for t in at_e) > self.settings.prune_ratio * b.loss:
+                new.append(e)
         if new:
             state.phase_start = state.iteration  # the new tracks get their own iterations
             tracks = self._new_tracks([self._track_at(b.x, e) for e in new], new,
                                       [getattr(b, "start", "")] * len(new), warm=b)
             for t in tracks:
-                t.profile = True
+                t.profile, t.parent = True, bi
             state.tracks += tracks
 
     def _maybe_next_phase(self, state: RefineState) -> None:
@@ -306,7 +328,7 @@ class LMRefiner:
             tracks = self._new_tracks([self._track_at(best.x, d) for d in others], others,
                                       [best.start] * len(others), warm=best)
             for t in tracks:
-                t.profile = True
+                t.profile, t.parent = True, state.tracks.index(best)
             state.tracks += tracks
 
     def _needs_stencil(self, t: RefineTrack) -> bool:
