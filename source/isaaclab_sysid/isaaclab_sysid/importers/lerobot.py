@@ -24,6 +24,12 @@ Servo arms (SO-100 / SO-101, docs/servo_arms.md) add three keys to ``features``:
 ``units`` (default ``rad``) applies to ``q`` and ``targets`` (:mod:`.lerobot_units`: ``rad``, ``deg``,
 ``servo_deg`` = LeRobot's degrees, ``range_m100_100``, ``range_0_100``); every joint is converted to
 radians about the middle of its calibrated range.
+
+The import takes that middle as the robot URDF's joint zero: so for the SO-101 URDF (``so101_new_calib``, named
+for LeRobot's calibration; not verified on a real arm), not for the SO-100 URDF, whose zeros are its CAD pose. A
+robot in :data:`LEROBOT_ZERO_UNKNOWN` (``so100``) is refused in LeRobot's units: the offsets and directions
+between the two conventions cannot be told from its URDF (docs/servo_arms.md section 1). Such a dataset is
+imported in ``rad`` or ``deg`` once the user has converted it to the URDF's angles.
 """
 
 from __future__ import annotations
@@ -38,6 +44,18 @@ from isaaclab_sysid.importers.common import ImportSpec, Streams, require
 from isaaclab_sysid.importers.lerobot_units import NEEDS_CALIBRATION, UNITS, read_calibration, to_radians
 
 REQUIRED_COLUMNS = ("timestamp", "episode_index")
+
+#: LeRobot's own angle units: values about each joint's calibrated range middle (:mod:`.lerobot_units`).
+LEROBOT_UNITS = ("servo_deg", "range_m100_100", "range_0_100")
+
+#: Robot configs whose URDF zero is not LeRobot's (the calibrated range middle) and for which no conversion is
+#: known: LeRobot's units are refused for them, with the reason (docs/servo_arms.md section 1).
+LEROBOT_ZERO_UNKNOWN = {
+    "so100": "LeRobot's SO-100 angles are about each calibrated range's middle while the so100 URDF's zeros are its "
+             "CAD pose, and the offsets and directions between the two are not known without a real arm "
+             "(docs/servo_arms.md section 1): convert the dataset to the URDF's angles and import it with units rad "
+             "or deg",
+}
 
 
 def _feature_names(info: dict, key: str, file: str) -> list[str]:
@@ -187,7 +205,8 @@ def _converters(spec: ImportSpec, n_dof: int, task: bool, motors: list[str]):
 
     Raises:
         RunFormatError: an unknown unit, a list of the wrong length, a range unit without ``calibration``,
-            a state age that is not a whole number of ms (the mapping file and key named).
+            a state age that is not a whole number of ms, LeRobot's units for a robot in
+            :data:`LEROBOT_ZERO_UNKNOWN` (the mapping file and key named).
     """
     age = spec.features.get("state_age_ms")
     if age is not None and (isinstance(age, bool) or not isinstance(age, int) or age < 0):
@@ -202,6 +221,14 @@ def _converters(spec: ImportSpec, n_dof: int, task: bool, motors: list[str]):
         return None
     if task:
         raise RunFormatError(spec.file, None, "features.units", "units apply to joint_pd (servo) datasets only")
+    if any(u in LEROBOT_UNITS for u in units):
+        from isaaclab_sysid.robots.config import load_robot_config
+
+        name = load_robot_config(spec.robot).name
+        if name in LEROBOT_ZERO_UNKNOWN:
+            used = ", ".join(sorted(set(units) & set(LEROBOT_UNITS)))
+            raise RunFormatError(spec.file, None, "features.units",
+                                 f"{used} refused for robot {name}: {LEROBOT_ZERO_UNKNOWN[name]}")
     cal = None
     joints = motors
     if any(u in NEEDS_CALIBRATION for u in units):
