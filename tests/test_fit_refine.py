@@ -189,3 +189,25 @@ def test_widening_reseeds_a_neighbour_left_in_a_worse_basin():
                       warm=space.with_delay(x, 6))
     ref._maybe_widen(st2)
     assert not any(t.active for t in st2.tracks)
+
+
+def test_budget_bound_refinement_costs_no_more_with_broyden_steps():
+    """Issue 26: the Broyden steps are charged to --refine_iter's rollout budget, so a refinement that runs out of it
+    (every real log's) costs no more rollouts than with a stencil every iteration; it said 'ran out' before too."""
+    space, runs = _space(), _runs()
+    start = space.normalize({"armature": TRUE["armature"] * 2.5, "friction": TRUE["friction"] * 0.3,
+                             "viscous": TRUE["viscous"] + 0.6, "delay": int(TRUE["delay"])})
+    out = {}
+    for reuse in (0, 3):
+        ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs),
+                        RefineSettings(max_iter=2, delay_neighbours=0, jacobian_reuse=reuse))
+        st = ref.run(ref.start(start))
+        out[reuse] = (st, sum(r["evaluations"] for r in st.history), ref.verdict(st))
+    (a, na, va), (b, nb, vb) = out[0], out[3]
+    assert not va.converged and not vb.converged and "budget of 2" in vb.reason, (va.reason, vb.reason)
+    n_c = len(space.continuous_index())
+    assert na == 2 * 2 * (n_c + 4)  # two finite-difference iterations in each of the two phases, nothing else
+    assert nb <= na, (nb, na)
+    assert b.best().loss <= a.best().loss + 1e-9 * a.start_loss, (b.best().loss, a.best().loss)
+    print(f"budget-bound: {na} rollouts (loss {a.best().loss:.3e}) against {nb} with Broyden steps "
+          f"(loss {b.best().loss:.3e})")

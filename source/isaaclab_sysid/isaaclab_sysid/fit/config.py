@@ -58,8 +58,9 @@ class SearchConfig:
     max_iter: int = 40
     """Number of CMA-ES generations."""
     refine_iter: int = 10
-    """Levenberg-Marquardt finite-difference Jacobians per phase on the replay residuals (0 = off); each costs one
-    rollout per continuous parameter, and up to --refine_jacobian_reuse cheaper steps follow each (docs/fit.md)."""
+    """Levenberg-Marquardt budget per track and phase on the replay residuals, in finite-difference iterations
+    (0 = off): at most this many finite-difference Jacobians (one rollout per continuous parameter each) and this many
+    such iterations' rollouts; the --refine_jacobian_reuse steps between them spend one rollout each (docs/fit.md)."""
     refine_delay_neighbours: int | None = None
     """Delays the refinement re-optimizes beside the best one: d-k..d+k ticks (default: every delay in the bounds)."""
     refine_jacobian_reuse: int = 3

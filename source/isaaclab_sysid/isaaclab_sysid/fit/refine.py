@@ -6,8 +6,9 @@ optimum the replay loss is a smooth sum of squares, so Levenberg-Marquardt on
 the stacked residuals (:mod:`~isaaclab_sysid.fit.residuals`)
 converges in a handful of iterations.
 
-Each iteration costs up to two batched rollouts (at most ``max_iter`` finite-difference
-Jacobians per track and phase, two phases):
+Each iteration costs up to two batched rollouts (a track's budget per phase, two phases: at most
+``max_iter`` finite-difference Jacobians and at most ``max_iter`` times the rollouts of one
+finite-difference iteration, the Broyden steps below charged at one rollout each):
 
 1. the Jacobian, for every active *track* that needs one: its point plus one
    forward-difference candidate per continuous coordinate (step ``h`` in the
@@ -73,8 +74,10 @@ class RefineSettings:
     """Settings of the local refinement.
 
     Attributes:
-        max_iter: finite-difference Jacobians per track and phase (0 disables the stage); the Broyden steps between
-            them (``jacobian_reuse``) come on top.
+        max_iter: the budget per track and phase, in finite-difference iterations (0 disables the stage): at most
+            this many finite-difference Jacobians, and at most this many times the rollouts of one finite-difference
+            iteration (its stencil and three damping trials); a Broyden step (``jacobian_reuse``) spends one rollout
+            of it, so a fit that runs out of budget costs what it cost without them.
         h: forward-difference step in the normalized space.
         rtol: a track stops when an accepted step improves its loss by less than this fraction.
         delay_neighbours: refine the delays d - k .. d + k around the CMA-ES best
@@ -94,8 +97,8 @@ class RefineSettings:
             rank-one formula from each evaluated trial instead of rolling out a new stencil, for at most this many
             iterations in a row (0: a finite-difference Jacobian every iteration, the behaviour before issue 26). A
             step from an updated Jacobian that is rejected, or gains less than ``rtol``, is followed by a fresh
-            finite-difference Jacobian: every stopping test is taken on one, so ``max_iter`` counts
-            finite-difference Jacobians per phase and the updated steps come on top at about one rollout each.
+            finite-difference Jacobian: every stopping test is taken on one. The updated steps are charged to
+            ``max_iter``'s rollout budget at one rollout each.
     """
 
     max_iter: int = 10
@@ -139,6 +142,8 @@ class RefineTrack:
     r: np.ndarray | None = None
     age: int = 0
     jacobians: int = 0
+    #: rollouts charged to this track this phase (its stencils and its trials): the budget's meter
+    spent: int = 0
 
     def drop_jacobian(self) -> None:
         """Forget the Jacobian (the next iteration rolls out a stencil): a checkpoint does this (see ``__getstate__``)."""
@@ -320,7 +325,8 @@ class LMRefiner:
         best.active = True  # the winner goes on too (phase 1 may have stopped it at the iteration cap)
         best.stop = ""
         for t in state.tracks:
-            t.jacobians = 0  # max_iter counts each phase's stencils
+            t.jacobians = 0  # max_iter counts each phase's stencils and rollouts
+            t.spent = 0
         if self._widening():
             state.warm = best.x.copy()
         best.profile = True
@@ -370,6 +376,7 @@ class LMRefiner:
                 if not t.active:
                     continue
                 idx = [i for i, o in enumerate(owners) if o is t]
+                t.spent = getattr(t, "spent", 0) + len(idx)
                 self._judge(t, [trials[i] for i in idx], Rt[idx], lbt, idx, [lams[i] for i in idx])
         state.iteration += 1
         in_phase = state.iteration - state.phase_start
@@ -381,7 +388,7 @@ class LMRefiner:
                     t.stop = "pruned"
                     t.drop_jacobian()
         for t in state.tracks:  # a track that stopped keeps its Jacobian: the next phase's tracks start from it
-            if t.active and getattr(t, "jacobians", in_phase) >= s.max_iter and self._needs_stencil(t):
+            if t.active and self._out_of_budget(t, in_phase):
                 t.active = False
                 t.stop = "budget"
         record["phase"] = state.phase
@@ -394,6 +401,22 @@ class LMRefiner:
         record["iterations_left"] = self._iterations_left(state)
         self._report(state)
         return record
+
+    def _iteration_cost(self) -> int:
+        """Rollouts of one finite-difference iteration: the stencil (point + one per continuous coordinate) and the
+        three damping trials. ``max_iter`` of them are a track's rollout budget per phase."""
+        return len(self.cont) + 1 + len(LAMBDA_FACTORS)
+
+    def _out_of_budget(self, t: RefineTrack, in_phase: int) -> bool:
+        """Whether ``t``'s next iteration would overrun its budget: ``max_iter`` finite-difference Jacobians, or
+        ``max_iter`` finite-difference iterations' rollouts (a Broyden step costs one rollout, a finite-difference
+        iteration :meth:`_iteration_cost`)."""
+        s = self.settings
+        stencil = self._needs_stencil(t)
+        if stencil and getattr(t, "jacobians", in_phase) >= s.max_iter:
+            return True
+        next_cost = self._iteration_cost() if stencil else 1
+        return getattr(t, "spent", 0) + next_cost > s.max_iter * self._iteration_cost()
 
     def _iterations_left(self, state: RefineState) -> int:
         """At most how many iterations the budget still allows (the progress line's clock): each finite-difference
@@ -426,6 +449,7 @@ class LMRefiner:
             t.r = R[off].copy()
             t.age = 0
             t.jacobians = getattr(t, "jacobians", 0) + 1
+            t.spent = getattr(t, "spent", 0) + n_c + 1
         return len(R)
 
     def _judge(self, t: RefineTrack, trials: list[np.ndarray], R: np.ndarray, lb: LossBreakdown,
@@ -488,7 +512,7 @@ class LMRefiner:
         """
         s = self.settings
         b = state.best()
-        budget = f"raise --refine_iter (now {s.max_iter} finite-difference Jacobians per phase)"
+        budget = f"raise --refine_iter (now {s.max_iter} finite-difference iterations per phase)"
         if b.stop == "diverged" or not np.isfinite(b.loss):
             return StageVerdict(stage, False, "its best track diverged (every start diverged)", start_remedy)
         if b.accepted == 0 and any(np.array_equal(b.x, c) for c in converged_starts):
@@ -511,8 +535,8 @@ class LMRefiner:
         else:
             why = (f"still improving: its last step lowered the loss by {100 * b.last_gain:.2g} % "
                    f"(> rtol {100 * s.rtol:.2g} %)")
-        return StageVerdict(stage, False, f"it ran out of its {s.max_iter} finite-difference Jacobians per phase "
-                            "before a stopping "
+        return StageVerdict(stage, False, f"it ran out of its budget of {s.max_iter} finite-difference iterations "
+                            "per phase (Broyden steps at one rollout each) before a stopping "
                             f"test: {why}", budget)
 
     def run(self, state: RefineState, on_iteration: Callable[[dict, RefineState], None] | None = None) -> RefineState:
