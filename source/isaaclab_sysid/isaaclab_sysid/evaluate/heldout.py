@@ -18,8 +18,8 @@ true armature they do not (tests/test_eval_baseline_unstated_gains.py); (2) the
 fitted gains were fitted together with the joint terms and the fitted ``kd`` also carries the joint's
 viscous friction (``kd dq = viscous dq``), so such a baseline would not be independent of the fit.
 Candidate 0 is still the nominal replay (the rollout layout is fixed; ``EvalResult.baseline`` keeps
-its metrics in memory), but no table or HTML figure shows it for such a run (the PNG plots of
-evaluate/plots.py still draw it). A run that states its gains keeps its
+its metrics in memory), but no table, HTML figure or PNG plot (evaluate/plots.py) shows it for such a
+run. A run that states its gains keeps its
 nominal baseline (the candidate's gains fill unstated entries only: sim/servo.py).
 """
 
