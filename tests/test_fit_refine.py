@@ -211,3 +211,18 @@ def test_budget_bound_refinement_costs_no_more_with_broyden_steps():
     assert b.best().loss <= a.best().loss + 1e-9 * a.start_loss, (b.best().loss, a.best().loss)
     print(f"budget-bound: {na} rollouts (loss {a.best().loss:.3e}) against {nb} with Broyden steps "
           f"(loss {b.best().loss:.3e})")
+
+
+def test_budget_verdict_does_not_call_a_small_broyden_gain_still_improving():
+    """The verdict said 'still improving: its last step lowered the loss by 0.0062 % (> rtol 0.01 %)' when the last
+    step, from a Broyden-updated Jacobian, gained less than rtol and the budget left no stencil to confirm it."""
+    from isaaclab_sysid.fit.refine import RefineState, RefineTrack
+
+    space, runs = _space(), _runs()
+    ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs), RefineSettings(max_iter=3))
+    t = RefineTrack(x=np.full(space.dim, 0.5), loss=1.0, contrib=np.zeros(1), lam=1e-2, active=False, delay=1,
+                    stop="budget", accepted=5, last_gain=6.2e-5)
+    v = ref.verdict(RefineState(tracks=[t], start_loss=2.0))
+    assert not v.converged and "0.0062 % (< rtol 0.01 %)" in v.reason and "still improving" not in v.reason
+    t.last_gain = 2e-3
+    assert "still improving" in ref.verdict(RefineState(tracks=[t], start_loss=2.0)).reason

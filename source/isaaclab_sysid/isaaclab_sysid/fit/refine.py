@@ -532,6 +532,9 @@ class LMRefiner:
                                 "steps (a minimum to the precision of the step)")
         if b.rejected:
             why = f"its damping was still rising ({b.rejected} rejected steps after the last accepted one)"
+        elif b.last_gain < s.rtol:
+            why = (f"its last step lowered the loss by {100 * b.last_gain:.2g} % (< rtol {100 * s.rtol:.2g} %), but "
+                   "from a Broyden-updated Jacobian: no finite-difference Jacobian was left to confirm the minimum")
         else:
             why = (f"still improving: its last step lowered the loss by {100 * b.last_gain:.2g} % "
                    f"(> rtol {100 * s.rtol:.2g} %)")
