@@ -334,7 +334,7 @@ class LMRefiner:
             tracks = self._new_tracks([self._track_at(best.x, d) for d in others], others,
                                       [best.start] * len(others), warm=best)
             for t in tracks:
-                t.profile, t.parent = True, state.tracks.index(best)
+                t.profile, t.parent = True, next(i for i, u in enumerate(state.tracks) if u is best)
             state.tracks += tracks
 
     def _needs_stencil(self, t: RefineTrack) -> bool:
