@@ -1,12 +1,14 @@
 """Real-UR10e torque replay (issue 14): URDF vs rigid-body LS vs the replay fit, window RMS on every validation file.
 
-    python benchmarks/ur10e_torque_replay.py           # full size (5 identification runs, population 24 x 20 + LM 10)
+    python benchmarks/ur10e_torque_replay.py           # full size (the 10 unloaded Fourier runs, population 24 x 20 + LM 10)
     python benchmarks/ur10e_torque_replay.py --quick   # the CI size of tests/test_ur10e_torque_replay.py
 
 Prints the per-joint window RMS of q [mrad] and qd [mrad/s] at 0.2 s and 0.5 s windows, pooled over the 11
 validation files (on every window, and on the windows where all three models stayed finite), the fitted joint
 terms, and the wall time. ``--fit_window_s 0`` lets the fit choose its window from the data (the sizes' default).
-Needs ../shared/data/ur10e.
+Issue 28's experiments: ``--fit_groups static`` (Stribeck friction: mu_static, dynamic_ratio, seeded by the LS Coulomb;
+``--static_seed_ratio``, ``--stribeck_velocity``) and ``--fit_runs`` (other identification logs); docs/replay.md has
+what they gave. Needs ../shared/data/ur10e.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.jobs.ur10e_torque_study import CI, FULL, run_study
+from isaaclab_sysid.jobs.ur10e_torque_study import CI, FULL, STATIC_FIT_GROUPS, run_study
 from isaaclab_sysid.data.formats.ur10e import ur10e_dir
 from isaaclab_sysid.robots import load_robot
 
@@ -33,6 +35,16 @@ def main() -> int:
     ap.add_argument("--refine_jacobian_reuse", type=int, default=None,
                     help="the fit's Broyden steps between finite-difference Jacobians (default 3; 0: a stencil every "
                          "LM iteration, as before issue 26's third session)")
+    ap.add_argument("--fit_groups", default=None,
+                    help="the fit's groups (default: the size's, Coulomb + viscous); 'static' = "
+                         f"{STATIC_FIT_GROUPS} (Stribeck friction seeded by the LS Coulomb)")
+    ap.add_argument("--stribeck_velocity", type=float, default=None,
+                    help="the static group's Stribeck velocity [rad/s] when not fitted (default 0.05)")
+    ap.add_argument("--static_seed_ratio", type=float, default=None,
+                    help="with --fit_groups static: the seed's dynamic_ratio r (mu_static = LS Coulomb / r; default 1)")
+    ap.add_argument("--fit_runs", nargs="+", default=None,
+                    help="the fit's logs (default: the size's): identification_data names or paths relative to the "
+                         "UR10e data folder (jointwise_motion/ur-20_01_22-joint_4.csv)")
     a = ap.parse_args()
     if not (ur10e_dir() / "validation_data").is_dir():
         print(f"skipped: no UR10e data at {ur10e_dir()} (set ISAACLAB_SYSID_SHARED)")
@@ -42,18 +54,30 @@ def main() -> int:
         size = dataclasses.replace(size, fit_window_s=a.fit_window_s or None)
     if a.refine_jacobian_reuse is not None:
         size = dataclasses.replace(size, jacobian_reuse=a.refine_jacobian_reuse)
+    if a.fit_groups is not None:
+        size = dataclasses.replace(size, fit_groups=STATIC_FIT_GROUPS if a.fit_groups == "static" else a.fit_groups)
+    if a.stribeck_velocity is not None:
+        size = dataclasses.replace(size, stribeck_velocity=a.stribeck_velocity)
+    if a.static_seed_ratio is not None:
+        size = dataclasses.replace(size, static_seed_ratio=a.static_seed_ratio)
+    if a.fit_runs is not None:
+        if any(f.startswith("validation_data") for f in a.fit_runs):
+            raise SystemExit("--fit_runs: validation_data is what the models are scored on, never fitted")
+        size = dataclasses.replace(size, fit_runs=tuple(a.fit_runs))
     work = a.work or Path(tempfile.mkdtemp(prefix="ur10e_torque_"))
     t0 = time.perf_counter()
     res = run_study(size, work, log=print)
     wall = time.perf_counter() - t0
     joints = load_robot("ur10e").joint_names
     print(f"\nfit runs: {', '.join(size.fit_runs)}; population {size.num_envs} x {size.max_iter} + LM {size.refine_iter}; "
-          f"fit window {res.fit_window_s:g} s{' (chosen from the data)' if size.fit_window_s is None else ''}; scored on {len(res.valid_files)} validation files")
+          f"groups {size.fit_groups}; fit window {res.fit_window_s:g} s"
+          f"{' (chosen from the data)' if size.fit_window_s is None else ''}; scored on {len(res.valid_files)} validation files")
     print(res.table(joints))
     v = res.fit.values
     print("\nfitted joint terms (replay fit):")
-    for g in ("armature", "friction", "viscous", "torque_offset"):
-        print(f"  {g:9s} " + " ".join(f"{x:.3f}" for x in np.asarray(v[g])))
+    for g in ("armature", "friction", "mu_static", "dynamic_ratio", "stribeck_velocity", "viscous", "torque_offset"):
+        if g in v:
+            print(f"  {g:9s} " + " ".join(f"{x:.3f}" for x in np.asarray(v[g])))
     print(f"  delay     {int(v['delay'])} ticks")
     flagged = [h.describe() for h in res.fit.at_bounds()]
     print("  at a bound: " + ("; ".join(flagged) if flagged else "none"))
