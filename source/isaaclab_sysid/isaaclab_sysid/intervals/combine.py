@@ -283,8 +283,42 @@ def delay_union(objective: ReplayObjective, sens: Sensitivity, result: FitResult
     return rec, warns
 
 
+#: |correlation| with a number at its search bound from which an interval is marked unreliable (``tied_to_bounds``)
+BOUND_CORRELATION = 0.5
+
+
+def tied_to_bounds(curv: IntervalSet | None, bounded: Sequence[str],
+                   threshold: float = BOUND_CORRELATION) -> dict[str, tuple[str, float]]:
+    """Numbers whose curvature correlation with an identified number at its search bound reaches ``threshold``:
+    label -> (that bounded label, the correlation).
+
+    An optimum on a bound is a constrained one: a number correlated ``rho`` with the clamped one has moved to make up
+    for it, by up to ``rho`` of its own standard error per standard error the clamped one would have gone past the
+    bound, and its interval (computed as if every number were free) does not hold that shift. On the full-size
+    servo twin 4 of 12 missed numbers were such (``mu_static`` and ``dynamic_ratio`` of wrist_roll and the gripper,
+    |rho| 0.64-0.94 with a Stribeck velocity or viscous friction at its bound; docs/servo_arms.md). A bounded number
+    that is not identifiable (null space, wider than its box) is left out: its correlations carry no information.
+    """
+    if curv is None or curv.cov is None or not bounded:
+        return {}
+    labels = list(curv.cov_labels)
+    corr = curv.correlation()
+    by = curv.by_label()
+    idx = {lab: k for k, lab in enumerate(labels)}
+    anchors = [b for b in bounded if b in idx and b in by and by[b].identifiable and by[b].lower is not None]
+    out: dict[str, tuple[str, float]] = {}
+    for lab, k in idx.items():
+        if lab in bounded:
+            continue
+        best = max(((abs(float(corr[k, idx[b]])), b) for b in anchors), default=None)
+        if best is not None and best[0] >= threshold:
+            out[lab] = (best[1], float(corr[k, idx[best[1]]]))
+    return out
+
+
 def flag_intervals(sets: dict[str, IntervalSet], result: FitResult, delay_profile: dict | None) -> list[str]:
-    """Mark what the intervals cannot promise: values at a search bound, a misfit, a delay the held-out runs dispute.
+    """Mark what the intervals cannot promise: values at a search bound and the numbers tied to them
+    (:func:`tied_to_bounds`), a misfit, a delay the held-out runs dispute.
 
     Returns the warnings. Every method's set is marked the same way.
     """
@@ -293,6 +327,11 @@ def flag_intervals(sets: dict[str, IntervalSet], result: FitResult, delay_profil
     misfit = result.adequacy is not None and result.adequacy.misfit
     for lab, h in hits.items():
         warns.append(f"intervals: {h.describe()}: its interval assumes an interior optimum; unreliable")
+    tied = tied_to_bounds(sets.get("curvature"), list(hits))
+    if tied:
+        warns.append("intervals: " + ", ".join(f"{lab} (rho {r:+.2f} with {b})" for lab, (b, r) in tied.items())
+                     + f" are correlated |rho| >= {BOUND_CORRELATION:g} with a number at its search bound: their "
+                     "intervals assume it free, so they are marked unreliable")
     if misfit:
         warns.append("intervals: the model misfits the data (" + "; ".join(result.adequacy.messages[:2]) + "): every "
                      "interval assumes the model is right and is marked unreliable")
@@ -309,6 +348,9 @@ def flag_intervals(sets: dict[str, IntervalSet], result: FitResult, delay_profil
             if iv.label in hits:
                 iv.at_bound = hits[iv.label].side
                 notes.append(f"at its {iv.at_bound} search bound")
+            elif iv.label in tied:
+                b, r = tied[iv.label]
+                notes.append(f"tied to {b} at its search bound (rho {r:+.2f})")
             if misfit:
                 notes.append("fitted under a misfit")
             if iv.group == "delay" and dwarn is not None:
