@@ -141,6 +141,17 @@ def test_torque_replay_recovers_the_twin(twin_files, tmp_path):
                         eval_params=str(run_dir / "sysid_best_params.json")), log=lambda s: None)
     again = json.loads((out / "eval_result.json").read_text())["runs"]["heldout_multisine"]["fitted"]
     assert abs(again["q_rms_all_mrad"] - held["q_rms_all_mrad"]) < 1e-9
+    # issue 28: every model scored window by window, on every window and on the windows where all stayed finite
+    ws = json.loads((run_dir / "window_scores.json").read_text())["comparisons"]
+    assert [c["title"] for c in ws] == ["fit runs", "held-out runs"]
+    for c in ws:
+        nom, fit = c["models"]["nominal"], c["models"]["fitted"]
+        assert 0 < nom["common"]["windows"] == fit["common"]["windows"] <= nom["all"]["windows"]
+        assert nom["common"]["diverged"] == fit["common"]["diverged"] == 0
+        assert fit["common"]["q_pooled_mrad"] < nom["common"]["q_pooled_mrad"]
+    assert "Window RMS, held-out runs" in (run_dir / "report.md").read_text()
+    given = json.loads((out / "window_scores.json").read_text())["comparisons"][0]["models"]["given"]["all"]
+    assert given["windows"] > 0 and np.isfinite(given["q_pooled_mrad"])
 
 
 def test_bad_inputs_are_refused_before_any_simulation(twin_files, tmp_path, robot):

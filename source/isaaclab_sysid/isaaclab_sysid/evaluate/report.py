@@ -179,10 +179,11 @@ def write_report(run_dir: str | Path, sections: Sequence[Section], plots: Sequen
     return path
 
 
-def eval_report(out_dir: str | Path, result, joint_names: Sequence[str], plots: Sequence[Path] = ()) -> Path:
-    """A Markdown summary of an ``--eval_params`` evaluation (``eval_report.md``)."""
+def eval_report(out_dir: str | Path, result, joint_names: Sequence[str], plots: Sequence[Path] = (),
+                extra: Sequence[Section] = ()) -> Path:
+    """A Markdown summary of an ``--eval_params`` evaluation (``eval_report.md``; ``extra``: more sections)."""
     sections = [Section("Summary", [f"Parameters: `{result.source}`"]),
-                *eval_sections("Nominal vs given parameters", result, joint_names)]
+                *eval_sections("Nominal vs given parameters", result, joint_names), *extra]
     path = Path(out_dir) / "eval_report.md"
     atomic_write_text(path, render_markdown("Evaluation report", sections, plots))
     return path

@@ -113,3 +113,67 @@ def common_windows(scores: Sequence[WindowScore]) -> list[np.ndarray]:
     """Per run, (W,) the windows where every scored model stayed finite (the scores' ``finite``, same runs and
     window length)."""
     return [np.logical_and.reduce([s.finite[i] for s in scores]) for i in range(len(scores[0].finite))]
+
+
+@dataclass(frozen=True)
+class WindowComparison:
+    """Models' window RMS on a set of torque runs, on every window and on the windows where all stayed finite.
+
+    Attributes:
+        title: which runs (e.g. "held-out runs").
+        labels: the models, in rollout-candidate order (e.g. ``("nominal", "fitted")``).
+        every: per model, its :class:`WindowScore` on every window.
+        common: per model, its :class:`WindowScore` on the common windows (:func:`common_windows`).
+    """
+
+    title: str
+    labels: tuple[str, ...]
+    every: tuple[WindowScore, ...]
+    common: tuple[WindowScore, ...]
+
+    def rows(self, joint_names: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+        """Header and rows of a table: windows scored, model, per-joint q RMS [mrad], pooled q, pooled qd."""
+        head = ["windows", "model", *(f"q {j} [mrad]" for j in joint_names), "q pooled [mrad]", "qd pooled [mrad/s]"]
+        rows = []
+        total = self.every[0].windows
+        for name, scores in (("all", self.every), ("common", self.common)):
+            for lab, s in zip(self.labels, scores):
+                where = (f"all {total}" if name == "all" else f"common {s.windows}/{total}")
+                if name == "all" and not s.scored:
+                    rows.append([where, lab, *(["-"] * len(joint_names)),
+                                 f"not scored: diverged in {s.diverged}/{s.windows} windows", "-"])
+                elif s.windows == 0:
+                    rows.append([where, lab, *(["-"] * len(joint_names)), "no window where every model is finite",
+                                 "-"])
+                else:
+                    rows.append([where, lab, *(f"{v:.3g}" for v in s.q_rms_mrad), f"{s.q_pooled_mrad:.3g}",
+                                 f"{s.dq_pooled_mrad_s:.3g}"])
+        return head, rows
+
+    def lines(self, joint_names: Sequence[str]) -> list[str]:
+        """The table as plain text lines (the log)."""
+        head, rows = self.rows(joint_names)
+        w = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
+        out = [f"window RMS, {self.title} (a model that diverged in a window is scored on the common windows only):"]
+        out += ["  " + "  ".join(c.rjust(w[k]) if k > 1 else c.ljust(w[k]) for k, c in enumerate(r))
+                for r in [head, *rows]]
+        return out
+
+    def to_json(self) -> dict:
+        """JSON-able figures (per model: windows, diverged, per-joint q / qd RMS, on all and on the common windows)."""
+        def one(s: WindowScore) -> dict:
+            return {"windows": s.windows, "diverged": s.diverged, "samples": s.samples,
+                    "q_rms_mrad": [float(v) for v in s.q_rms_mrad], "dq_rms_mrad_s": [float(v) for v in s.dq_rms_mrad_s],
+                    "q_pooled_mrad": s.q_pooled_mrad, "dq_pooled_mrad_s": s.dq_pooled_mrad_s}
+        return {"title": self.title, "models": {lab: {"all": one(a), "common": one(c)}
+                                                for lab, a, c in zip(self.labels, self.every, self.common)}}
+
+
+def compare_on_windows(title: str, rollouts: Sequence[RunRollout], runs: Sequence[Run],
+                       windows: Sequence[np.ndarray], labels: Sequence[str]) -> WindowComparison:
+    """Score the rollouts' candidates (``labels``, in candidate order) on ``runs`` cut into ``windows`` ((W, 2) per
+    run), on every window and on the windows where every candidate stayed finite."""
+    every = tuple(score_rollouts(rollouts, runs, windows, p) for p in range(len(labels)))
+    keep = common_windows(every)
+    common = tuple(score_rollouts(rollouts, runs, windows, p, keep) for p in range(len(labels)))
+    return WindowComparison(title, tuple(labels), every, common)

@@ -29,7 +29,8 @@ from isaaclab_sysid.evaluate.noise_floor import resolve_noise_floor
 from isaaclab_sysid.fit.shooting_floor import shooting_floor
 from isaaclab_sysid.evaluate.plots import plot_convergence, plot_evaluation
 from isaaclab_sysid.evaluate.html_report import convergence_figure, run_figures, write_html_report
-from isaaclab_sysid.evaluate.report import eval_report, fit_sections, write_report
+from isaaclab_sysid.evaluate.report import Section, Table, eval_report, fit_sections, write_report
+from isaaclab_sysid.evaluate.window_scores import WindowComparison, compare_on_windows
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.fast_path import FastPathSettings
@@ -211,6 +212,8 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
     write_eval_outputs(run_dir, all_runs, ev)
     fit_ev, held_ev = ev.split(len(problem.runs))
     log(ev.table(result.space.joint_names))
+    windows = _window_comparisons(problem.backend, all_runs, ev, len(problem.runs), ("nominal", "fitted"), run_dir,
+                                  result.space.joint_names, log)
     ages = [float(args.runs.state_age_ms or 0) if not r.is_1khz else 0.0 for r in all_runs]
     if floor is None and args.replay.replay == "torque":  # the drift of the windows' start states, not white noise
         floor = shooting_floor(problem.runs, ev.rollouts[: len(problem.runs)],
@@ -231,6 +234,7 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
         pngs += plot_evaluation(run_dir, all_runs, ev, result.space.joint_names, backend_windows(problem.backend, all_runs))
     context = _context(args, problem) + ([f"friction model: `{choice.line()}` ({CHOICE_FILE})"] if choice else [])
     sections = fit_sections(result, fit_ev, held_ev, wall_s_so_far + time.perf_counter() - t0, context)
+    sections += _window_sections(windows, result.space.joint_names)
     report = write_report(run_dir, sections, pngs)
     if args.output.plots:
         figs = [convergence_figure(history)] if history else []
@@ -239,6 +243,41 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
         log(f"report: {report} and {write_html_report(run_dir, 'System identification report', sections, figs)}")
     else:
         log(f"report: {report}")
+
+
+WINDOW_SCORES_FILE = "window_scores.json"
+
+
+def _window_comparisons(backend, runs, ev: EvalResult, n_fit: int, labels: tuple[str, ...], out: Path,
+                        joint_names, log: Callable[[str], None]) -> list[WindowComparison]:
+    """Torque runs: the evaluation's candidates (``labels``) scored window by window on the fit runs (the first
+    ``n_fit``) and on the held-out runs, on every window and on the windows where all stayed finite (issue 28: a
+    nominal that diverges in most windows gets a number on the same samples as the fit); logged and written to
+    ``out/window_scores.json``. Empty for controller runs."""
+    wins = backend_windows(backend, runs)
+    if wins is None:
+        return []
+    out_list = []
+    for title, idx in (("fit runs", range(n_fit)), ("held-out runs", range(n_fit, len(runs)))):
+        idx = [i for i in idx if wins[i] is not None]
+        if idx:
+            out_list.append(compare_on_windows(title, [ev.rollouts[i] for i in idx], [runs[i] for i in idx],
+                                               [wins[i] for i in idx], labels))
+    for c in out_list:
+        for line in c.lines(joint_names):
+            log(line)
+    if out_list:
+        atomic_write_json(out / WINDOW_SCORES_FILE, {"comparisons": [c.to_json() for c in out_list],
+                                                     "note": "window RMS of q and qd per model; 'common': the "
+                                                             "windows where every model stayed finite"})
+    return out_list
+
+
+def _window_sections(windows: list[WindowComparison], joint_names) -> list[Section]:
+    """Report sections of :func:`_window_comparisons`' tables."""
+    return [Section(f"Window RMS, {c.title}: every window and the common ones",
+                    ["Each window starts at the measured state; a model that diverged in a window is scored only on "
+                     "the windows where every model stayed finite.", Table(*c.rows(joint_names))]) for c in windows]
 
 
 def _context(args: FitArgs, problem: FitProblem) -> list[str]:
@@ -273,9 +312,11 @@ def _eval_only(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -
     write_eval_outputs(out, problem.all_runs, ev)
     joint_names = problem.space.joint_names
     log(ev.table(joint_names))
+    windows = _window_comparisons(problem.backend, problem.all_runs, ev, len(problem.runs), ("nominal", "given"), out,
+                                  joint_names, log)
     pngs = plot_evaluation(out, problem.all_runs, ev, joint_names, backend_windows(problem.backend, problem.all_runs)) \
         if args.output.plots else []
-    report = eval_report(out, ev, joint_names, pngs)
+    report = eval_report(out, ev, joint_names, pngs, _window_sections(windows, joint_names))
     log(f"wrote {out / 'eval_result.json'} and eval_rollout_<run>.csv; report: {report}")
     return out
 
