@@ -70,3 +70,37 @@ def test_an_unset_window_is_chosen_logged_and_kept(robot, tmp_path):
     lines.clear()
     build_problem(given, log=lines.append)
     assert given.replay.window_s == 0.4 and not any("chosen from the data" in line for line in lines)
+
+
+def test_eval_params_takes_the_evaluated_fits_window(robot, tmp_path):
+    """--eval_params with --window_s unset scores on the evaluated fit's own window (its config.json), and without
+    one chooses at the evaluated parameters, not at --x0 (issue 28)."""
+    import json
+
+    from isaaclab_sysid.fit.result import FitResult
+
+    fit_csv, held_csv = write_twin(robot, tmp_path, 0.02, fit_s=3.0)
+    base = dict(real_csv=[str(held_csv)], replay="torque", torque_signal="tau", torque_includes_gravity=False,
+                log_dir=str(tmp_path / "out"), quiet=True, plots=False)
+    space = build_problem(FitArgs.build(**base, window_s=0.4), log=lambda s: None).space
+    truth = space.normalize({"armature": TRUTH.armature, "friction": TRUTH.friction, "viscous": TRUTH.viscous,
+                             "delay": DELAY})
+    fit_dir = tmp_path / "fit"
+    fit_dir.mkdir()
+    FitResult.from_search(space, truth, 0.0, run_names=["x"], weighted_loss=np.zeros(1), traj_weights=np.ones(1)).write(fit_dir)
+    (fit_dir / "config.json").write_text(json.dumps({"args": {"replay": {"window_s": 0.2}}}))
+    lines: list[str] = []
+    args = FitArgs.build(**base, eval_params=str(fit_dir))
+    build_problem(args, log=lines.append)
+    assert args.replay.window_s == 0.2 and any("the evaluated fit's window" in line for line in lines)
+    assert not any("chosen from the data" in line for line in lines)
+    # no config.json: chosen at the evaluated (true) parameters (a right model stays near the floor: a long window),
+    # where the default --x0 low would have chosen a shorter one
+    (fit_dir / "config.json").unlink()
+    lines.clear()
+    args = FitArgs.build(**base, eval_params=str(fit_dir))
+    build_problem(args, log=lines.append)
+    assert args.replay.window_s >= 0.5 and any("chosen from the data" in line for line in lines), lines
+    low = FitArgs.build(**base)
+    build_problem(low, log=lambda s: None)
+    assert low.replay.window_s < args.replay.window_s

@@ -8,6 +8,7 @@ rebuilds the same problem from a fit folder's ``config.json``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -263,8 +264,9 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
         log(note)
     if torque:  # the logged torque needs no law, EE point or limits; windows and memory checked before simulating
         space = build_space(args, robot.joint_names, robot.config)
-        # --window_s unset: chosen from the fit runs at the start model (the --x0 seed)
-        torque_replay.resolve_window(args, runs, robot, space.to_batch(start_point(args.search.x0, space)), log)
+        # --window_s unset: chosen from the fit runs at the start model (the --x0 seed); --eval_params: the
+        # evaluated fit's own window, else chosen at the evaluated parameters
+        torque_replay.resolve_window(args, runs, robot, space.to_batch(_window_model(args, space, log)), log)
         torque_replay.check_batch_memory(args, runs + heldout, robot.n_dof, space.dim)
         torque_replay.describe(args, runs + heldout, robot, log)
     else:
@@ -278,6 +280,26 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
     w_x = 0.0 if torque else args.loss.w_x  # a torque replay scores q and qd (the EE position is a function of q)
     weights = LossWeights(args.loss.w_q, args.loss.w_dq, w_x, **channel_scales(runs, args.loss.channel_scale))
     return FitProblem(runs, heldout, robot, space, backend, weights, tw)
+
+
+def _window_model(args: FitArgs, space: ParamSpace, log: Callable[[str], None]) -> np.ndarray:
+    """The model (normalized, (D,)) at which an unset ``--window_s`` is chosen: ``--x0`` for a fit. For
+    ``--eval_params FILE`` the window is the evaluated fit's own when its folder's config.json records one (set in
+    ``args``, so nothing is chosen), else it is chosen at the evaluated parameters, not at ``--x0``: a window chosen
+    at an unrelated start would score the parameters on other windows than their fit's."""
+    spec = args.output.eval_params
+    if spec is None or args.replay.window_s is not None:
+        return start_point(args.search.x0, space)
+    f = Path(params_file("--eval_params", str(spec)))
+    cfg = f.parent / "config.json"
+    try:
+        w = json.loads(cfg.read_text(encoding="utf-8"))["args"]["replay"]["window_s"] if cfg.is_file() else None
+    except (OSError, ValueError, KeyError, TypeError):
+        w = None
+    if isinstance(w, (int, float)) and w > 0:
+        args.replay.window_s = float(w)
+        log(f"--window_s unset: {float(w):g} s, the evaluated fit's window ({cfg})")
+    return start_point(str(f), space)
 
 
 def _checked_backend(args: FitArgs, robot: Robot, space: ParamSpace) -> ReplayBackend:
