@@ -94,14 +94,14 @@ class StudySize:
 CI = StudySize(fit_runs=("ur-20_02_06-20sec_5harm.csv",), num_envs=12, max_iter=4, refine_iter=4, rb_audit=(300, 200))
 #: the LS's own identification runs: the ten unloaded Fourier runs (2020-02-05..19, 416 s), the window from the data
 #: (0.05 s): pooled q 0.90 / 4.35 mrad against LS 1.31 / 5.51, below LS on every joint at both lengths (wrist_1 0.99 /
-#: 4.02 against 1.21 / 4.07; issue 28), 719 s under load. The five 20 s runs before it gave 0.96 / 4.54 and wrist_1
+#: 4.02 against 1.21 / 4.07; issue 28), 719-869 s under load. The five 20 s runs before it gave 0.96 / 4.54 and wrist_1
 #: 1.15 / 4.63 (worse than LS at 0.5 s); with fixed 0.2 s fit windows five runs gave 1.04 / 4.77 and wrist_1 1.25 / 4.84,
 #: three 1.11 / 5.00 and 1.47 / 5.84 (docs/replay.md)
-FIVE_RUNS = ("ur-20_02_06-20sec_5harm.csv", "ur-20_02_05-20sec_8harm.csv", "ur-20_02_06-20sec_10harm.csv",
-             "ur-20_02_05-20sec_12harm.csv", "ur-20_02_10-20sec_7harm.csv")
-FULL = StudySize(fit_runs=FIVE_RUNS + ("ur-20_02_10-30sec_12harm.csv", "ur-20_02_12-40sec_12harm.csv",
-                                       "ur-20_02_12-50sec_12harm.csv", "ur-20_02_19_14harm50sec.csv",
-                                       "ur-20_02_19_15harm50sec.csv"),
+FULL = StudySize(fit_runs=("ur-20_02_05-20sec_12harm.csv", "ur-20_02_05-20sec_8harm.csv",
+                           "ur-20_02_06-20sec_10harm.csv", "ur-20_02_06-20sec_5harm.csv",
+                           "ur-20_02_10-20sec_7harm.csv", "ur-20_02_10-30sec_12harm.csv",
+                           "ur-20_02_12-40sec_12harm.csv", "ur-20_02_12-50sec_12harm.csv",
+                           "ur-20_02_19_14harm50sec.csv", "ur-20_02_19_15harm50sec.csv"),
                  num_envs=24, max_iter=20, refine_iter=10)
 
 
