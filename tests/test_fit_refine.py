@@ -226,3 +226,33 @@ def test_budget_verdict_does_not_call_a_small_broyden_gain_still_improving():
     assert not v.converged and "0.0062 % (< rtol 0.01 %)" in v.reason and "still improving" not in v.reason
     t.last_gain = 2e-3
     assert "still improving" in ref.verdict(RefineState(tracks=[t], start_loss=2.0)).reason
+
+
+def test_a_converged_phase_1_winner_is_not_refined_again_in_phase_2():
+    """A phase-1 winner that passed a stopping test on a finite-difference Jacobian (rtol, damping cap) is converged
+    at its delay: phase 2 refines the other delays only (it re-ran the winner's stencil and trials before, ~1 s of a 10 s joint-PD
+    fit job per stage). One stopped by the budget goes on in phase 2."""
+    space, runs = _space(), _runs()
+    d_true = int(TRUE["delay"])
+    start = space.normalize({"armature": TRUE["armature"] * 1.1, "friction": TRUE["friction"] * 0.9,
+                             "viscous": TRUE["viscous"], "delay": d_true})
+    ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs), RefineSettings(max_iter=10, delay_neighbours=1))
+    st = ref.start(start)
+    while st.phase == 1:
+        ref.step(st)
+    winner = st.tracks[0]
+    stop = winner.stop
+    assert stop in ("rtol", "rejected") and not winner.active and winner.accepted > 0  # exact fit: the damping cap
+    x1, n1 = winner.x.copy(), winner.accepted
+    ref.run(st)
+    assert winner.stop == stop and winner.accepted == n1
+    np.testing.assert_array_equal(winner.x, x1)  # no phase-2 step moved it
+    assert st.best() is winner and ref.verdict(st).converged
+    assert {t.delay for t in st.tracks} == {d_true - 1, d_true, d_true + 1}
+    # a budget-stopped winner goes on in phase 2
+    ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs), RefineSettings(max_iter=1, delay_neighbours=1))
+    st = ref.start(space.normalize({"armature": TRUE["armature"] * 2.0, "friction": TRUE["friction"] * 0.5,
+                                    "viscous": TRUE["viscous"] + 0.4, "delay": d_true}))
+    while st.phase == 1:
+        ref.step(st)
+    assert st.tracks[0].active and st.tracks[0].stop == ""
