@@ -35,6 +35,8 @@ def main() -> int:
     ap.add_argument("--refine_jacobian_reuse", type=int, default=None,
                     help="the fit's Broyden steps between finite-difference Jacobians (default 3; 0: a stencil every "
                          "LM iteration, as before issue 26's third session)")
+    ap.add_argument("--refine_iter", type=int, default=None,
+                    help="the fit's Levenberg-Marquardt budget per track and phase (default: the size's)")
     ap.add_argument("--fit_groups", default=None,
                     help="the fit's groups (default: the size's, Coulomb + viscous); 'static' = "
                          f"{STATIC_FIT_GROUPS} (Stribeck friction seeded by the LS Coulomb)")
@@ -52,6 +54,8 @@ def main() -> int:
     size = CI if a.quick else FULL
     if a.fit_window_s is not None:
         size = dataclasses.replace(size, fit_window_s=a.fit_window_s or None)
+    if a.refine_iter is not None:
+        size = dataclasses.replace(size, refine_iter=a.refine_iter)
     if a.refine_jacobian_reuse is not None:
         size = dataclasses.replace(size, jacobian_reuse=a.refine_jacobian_reuse)
     if a.fit_groups is not None:

@@ -37,6 +37,7 @@ import numpy as np
 from isaaclab_sysid.benchmarking.counting import CountingBackend, TracingBest
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.metrics import rms_between_runs
+from isaaclab_sysid.fit.config import SearchConfig
 from isaaclab_sysid.fit.fast_path import FastFitState
 from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.objective import ReplayObjective
@@ -86,9 +87,9 @@ class PeerSize:
 
 #: ``--quick``: the suite's size (tests/test_vs_peers.py); every figure, tiny budgets
 QUICK = PeerSize("quick", 1.2, 1.2, 8, 2, 2, 16, 2, 2, ("low", "center"), ("low",))
-#: full size: ours with SearchConfig's defaults (64 x 40 + 10 LM iterations), PACE 256 x 8 (the low end of its
+#: full size: ours with SearchConfig's defaults (64 x 40 + its LM budget per phase), PACE 256 x 8 (the low end of its
 #: "fast prototyping" population), mujoco.sysid 25 Gauss-Newton iterations; 2.5 s runs to fit ~15 min on 2 cores
-FULL = PeerSize("full", 2.5, 2.5, 64, 40, 10, 256, 8, 25)
+FULL = PeerSize("full", 2.5, 2.5, SearchConfig.num_envs, SearchConfig.max_iter, SearchConfig.refine_iter, 256, 8, 25)
 
 
 @dataclass
