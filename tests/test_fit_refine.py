@@ -230,8 +230,8 @@ def test_budget_verdict_does_not_call_a_small_broyden_gain_still_improving():
 
 def test_a_converged_phase_1_winner_is_not_refined_again_in_phase_2():
     """A phase-1 winner that passed a stopping test on a finite-difference Jacobian (rtol, damping cap) is converged
-    at its delay: phase 2 refines the other delays only (it re-ran the winner's stencil and trials before, ~1 s of a 10 s joint-PD
-    fit job per stage). One stopped by the budget goes on in phase 2."""
+    at its delay: phase 2 refines the other delays only (it re-ran the winner's stencil and trials before, ~1 s of
+    a 10 s joint-PD fit job per stage). One stopped by the budget goes on in phase 2."""
     space, runs = _space(), _runs()
     d_true = int(TRUE["delay"])
     start = space.normalize({"armature": TRUE["armature"] * 1.1, "friction": TRUE["friction"] * 0.9,

@@ -29,9 +29,9 @@ Phase 1 refines the CMA-ES best at its own delay (and, side by side, the
 CMA-ES start point: see :meth:`LMRefiner.start`); phase 2 then warm-starts one
 track per other delay within the bounds (or ``delay_neighbours`` on each side)
 from that optimum and refines them side by side (the phase-1 winner goes on beside them only when
-its budget stopped it: one that passed a stopping test is converged at its delay); the lowest loss wins. This matters: a few ticks of delay are only weakly visible in the loss
-(on 4 s twin chirps at 50 Hz, the loss re-optimized at the wrong delays is only
-0.3-1.3 % above the true delay's; docs/fit.md), so CMA-ES alone often settles
+its budget stopped it: one that passed a stopping test is converged at its delay); the lowest loss
+wins. This matters: a few ticks of delay are only weakly visible in the loss (on 4 s twin chirps at
+50 Hz, the loss re-optimized at the wrong delays is only 0.3-1.3 % above the true delay's; docs/fit.md), so CMA-ES alone often settles
 on a wrong delay whose error the continuous parameters absorb. A track stops
 when its relative improvement falls below ``rtol``, when no damping value
 improves it, or (after ``prune_after`` iterations) when its loss exceeds
@@ -323,9 +323,9 @@ class LMRefiner:
         others = self._other_delays(int(best.delay))
         state.phase = 2
         state.phase_start = state.iteration
-        if best.stop in ("budget", ""):  # the winner goes on when phase 1 stopped it at the iteration cap; one that
-            best.active = True           # passed a stopping test on a finite-difference Jacobian (rtol, damping cap)
-            best.stop = ""               # is converged at its delay and would only repeat that test at a stencil's cost
+        if best.stop == "budget":  # the winner goes on only when phase 1 stopped it at its budget: any other stop
+            best.active = True     # (rtol, the damping cap, diverged) would only repeat itself at a stencil's cost
+            best.stop = ""
         for t in state.tracks:
             t.jacobians = 0  # max_iter counts each phase's stencils and rollouts
             t.spent = 0
