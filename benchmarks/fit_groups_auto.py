@@ -47,8 +47,9 @@ class Args:
     static_over_coulomb: tuple[float, ...] = (1.0, peers.STATIC_OVER_COULOMB, 2.0)
     """Twins' static friction over Coulomb friction (1.0: Coulomb truth)."""
     contenders: str = "Coulomb,auto"
-    """Fit jobs to run, comma-separated: Coulomb, auto, Coulomb+rms, auto+rms, Coulomb+fdj, auto+fdj (+rms:
-    --channel_scale rms; +fdj: --refine_jacobian_reuse 0, a finite-difference Jacobian every LM iteration)."""
+    """Fit jobs to run, comma-separated: Coulomb, auto, Coulomb+rms, auto+rms, Coulomb+fdj, auto+fdj, Coulomb+clip,
+    auto+clip (+rms: --channel_scale rms; +fdj: --refine_jacobian_reuse 0, a finite-difference Jacobian every LM
+    iteration; +clip: --no_refine_active_set, every LM step solved over all parameters and clipped to the bounds)."""
     json_out: str | None = None
     """Also write every figure to this JSON file."""
 
@@ -56,7 +57,8 @@ class Args:
 #: the fit jobs this benchmark knows, by name: their flags beside the defaults
 CONTENDERS = {"Coulomb": {}, "auto": {"fit_groups": "auto"}, "Coulomb+rms": {"channel_scale": "rms"},
               "auto+rms": {"fit_groups": "auto", "channel_scale": "rms"},
-              "Coulomb+fdj": {"refine_jacobian_reuse": 0}, "auto+fdj": {"fit_groups": "auto", "refine_jacobian_reuse": 0}}
+              "Coulomb+fdj": {"refine_jacobian_reuse": 0}, "auto+fdj": {"fit_groups": "auto", "refine_jacobian_reuse": 0},
+              "Coulomb+clip": {"refine_active_set": False}, "auto+clip": {"fit_groups": "auto", "refine_active_set": False}}
 
 
 def _fit(csvs: list[str], held: str, logs: Path, size: peers.PeerSize, **kw) -> dict:

@@ -256,3 +256,56 @@ def test_a_converged_phase_1_winner_is_not_refined_again_in_phase_2():
     while st.phase == 1:
         ref.step(st)
     assert st.tracks[0].active and st.tracks[0].stop == ""
+
+
+class _CoupledBackend(FakeBackend):
+    """FakeBackend whose friction error also excites armature's basis: the two groups trade off, as on a real arm."""
+
+    def rollout(self, batch, runs):
+        out = super().rollout(batch, runs)
+        for r, (ro, run) in enumerate(zip(out, runs)):
+            T, N = run.q.shape
+            t = np.arange(T) / T
+            basis = np.sin(2 * np.pi * (1 + r) * t[:, None] + np.arange(N)[None, :])
+            c = (batch.friction - TRUE["friction"])[:, None, :] * basis[None] * 0.05 * 0.95
+            ro.q[...] += c
+            ro.dq[...] += 2 * c
+        return out
+
+
+def test_free_coordinates_hold_only_a_bound_the_gradient_pushes_against():
+    from isaaclab_sysid.fit.refine import free_coordinates, lm_step
+
+    x = np.array([0.0, 0.0, 1.0, 1.0, 0.5])
+    g = np.array([1.0, -1.0, -1.0, 1.0, 1.0])  # descent is -g: out, in, out, in, free
+    np.testing.assert_array_equal(free_coordinates(x, g), [False, True, False, True, True])
+    A = np.eye(5) + 0.5
+    step = lm_step(A, g, 0.0, free_coordinates(x, g))
+    assert step[0] == 0.0 and step[2] == 0.0 and np.all(np.isfinite(step))
+
+
+def test_active_set_steps_reach_the_bounded_optimum_where_clipped_steps_crawl():
+    """Issue 26: with the truth outside the box on some joints and a parameter that trades off against them, the
+    clipped LM step is bent every iteration (under task impedance it crawled along the bounds and ran out of budget);
+    the step over the free coordinates reaches the bounded optimum in a few iterations and says converged."""
+    space = ParamSpace.from_bounds({"armature": (0.0, 0.18), "friction": (0.0, 3.0),
+                                    "viscous": DEFAULT_BOUNDS["viscous"], "delay": DEFAULT_BOUNDS["delay"]}, 7)
+    x0 = space.normalize({"armature": np.full(7, 0.05), "friction": np.full(7, 0.3), "viscous": np.full(7, 0.1),
+                          "delay": TRUE["delay"]})
+    out = {}
+    for active_set in (True, False):
+        be = _CoupledBackend()
+        ref = LMRefiner(ReplayObjective(space, be, _runs()),
+                        RefineSettings(max_iter=10, delay_neighbours=0, active_set=active_set))
+        st = ref.start(x0)
+        while not st.done:
+            ref.step(st)
+        out[active_set] = (st.best(), be.calls, ref.verdict(st))
+    best, calls, verdict = out[True]
+    clipped, clipped_calls, clipped_verdict = out[False]
+    assert verdict.converged and best.stop == "rtol"
+    arm = space.decode(best.x)["armature"]
+    np.testing.assert_allclose(arm[:3], 0.18, rtol=1e-9)  # truth 0.30, 0.25, 0.20: above the box
+    assert best.loss < clipped.loss * (1 - 1e-3)
+    assert not clipped_verdict.converged and clipped.stop == "budget"  # the clipped steps still crawl after 10
+    assert calls * 5 < clipped_calls

@@ -69,6 +69,10 @@ class SearchConfig:
     """Levenberg-Marquardt steps taken from a Broyden-updated Jacobian between two finite-difference Jacobians
     (0 = a finite-difference Jacobian, one rollout per continuous parameter, every iteration). A step from an updated
     Jacobian costs one rollout; every stopping test is taken on a finite-difference one (docs/fit.md)."""
+    refine_active_set: bool = True
+    """Solve each Levenberg-Marquardt step over the free parameters only: one at its bound whose gradient points out
+    of the box is held there (--no_refine_active_set: every parameter takes part and the step is clipped to the
+    bounds afterwards, which bends it and crawls along the bounds: the behaviour before; docs/fit.md)."""
     x0: str = "low"
     """CMA-ES start: low (sliding regime: armature 20 %, friction/viscous 5 % of their ranges), center, a
     sysid_best_params.json (or the fit folder holding it), or a seed from scripts/seed_fit.py (rigid-body joint terms; groups missing from a file start low)."""

@@ -66,7 +66,7 @@ class FastPathSettings:
         probe_sigma: the probe's CMA-ES step in the normalized space (the cube is [0, 1]).
         probe_margin: the probe must lower the local optimum's loss by this fraction to send the search to CMA-ES [-].
         probe_seed: the probe's RNG seed.
-        widen_delays, single_damping, jacobian_reuse: the refinement's
+        widen_delays, single_damping, jacobian_reuse, active_set: the refinement's
             (:class:`~isaaclab_sysid.fit.refine.RefineSettings`).
     """
 
@@ -83,6 +83,7 @@ class FastPathSettings:
     widen_delays: bool = True
     single_damping: bool = False
     jacobian_reuse: int = 3
+    active_set: bool = True
 
     def __post_init__(self) -> None:
         if self.refine_iter < 1:
@@ -221,7 +222,8 @@ class FastPath:
                                                            delay_neighbours=settings.delay_neighbours,
                                                            widen_delays=settings.widen_delays,
                                                            single_damping=settings.single_damping,
-                                                           jacobian_reuse=settings.jacobian_reuse), best=self.best)
+                                                           jacobian_reuse=settings.jacobian_reuse,
+                                                           active_set=settings.active_set), best=self.best)
 
     def start(self, x0: np.ndarray, extra_starts: Sequence[np.ndarray] = (), labels: Sequence[str] = ()) -> FastState:
         """Evaluate the starts once (duplicates merged); ``x0`` (D,) normalized, ``extra_starts`` beside it

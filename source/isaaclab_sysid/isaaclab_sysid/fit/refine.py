@@ -100,6 +100,9 @@ class RefineSettings:
             step from an updated Jacobian that is rejected, or gains less than ``rtol``, is followed by a fresh
             finite-difference Jacobian: every stopping test is taken on one. The updated steps are charged to
             ``max_iter``'s rollout budget at one rollout each.
+        active_set: solve each LM step over the free coordinates only: a coordinate at a bound whose gradient
+            points out of the box is held there (:func:`free_coordinates`) instead of taking part in the solve and
+            being clipped afterwards, which bends the other coordinates' step (False: the behaviour before).
     """
 
     max_iter: int = 10
@@ -112,6 +115,41 @@ class RefineSettings:
     widen_delays: bool = True
     single_damping: bool = False
     jacobian_reuse: int = 3
+    active_set: bool = True
+
+
+#: Normalized distance from a bound within which a coordinate counts as at that bound.
+AT_BOUND = 1e-9
+
+
+def free_coordinates(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Which coordinates a projected LM step may move: (n,) bool.
+
+    Args:
+        x: (n,) the point in the normalized space [0, 1].
+        g: (n,) the loss gradient J^T r there.
+
+    A coordinate at its lower bound with g > 0, or at its upper bound with g < 0, would be pushed out of the box
+    by descent: it is held (the active set of a projected Newton method).
+    """
+    held = ((x <= AT_BOUND) & (g > 0.0)) | ((x >= 1.0 - AT_BOUND) & (g < 0.0))
+    return ~held
+
+
+def lm_step(A: np.ndarray, g: np.ndarray, lam: float, free: np.ndarray) -> np.ndarray:
+    """The Levenberg-Marquardt step (n,) over the ``free`` coordinates (0 on the others).
+
+    Args:
+        A: (n, n) J^T J; g: (n,) J^T r; lam: the damping (Marquardt scaling by diag(A)); free: (n,) bool.
+    """
+    delta = np.zeros(len(g))
+    if not free.any():
+        return delta
+    Af = A[np.ix_(free, free)]
+    dA = np.diag(Af).copy()
+    floor = 1e-12 * max(float(dA.max()), 1e-30)
+    delta[free] = -np.linalg.solve(Af + lam * np.diag(dA + floor) + floor * np.eye(len(dA)), g[free])
+    return delta
 
 
 @dataclass
@@ -360,11 +398,10 @@ class LMRefiner:
             J, r0 = t.J, t.r
             g = J.T @ r0
             A = J.T @ J
-            dA = np.diag(A).copy()
-            floor = 1e-12 * max(float(dA.max()), 1e-30)
+            free = free_coordinates(t.x[self.cont], g) if s.active_set else np.ones(n_c, dtype=bool)
             for f in ((1.0,) if (s.single_damping and t.accepted > 0) or t.age > 0 else LAMBDA_FACTORS):
                 lam = t.lam * f
-                delta = -np.linalg.solve(A + lam * np.diag(dA + floor) + floor * np.eye(n_c), g)
+                delta = lm_step(A, g, lam, free)
                 xt = t.x.copy()
                 xt[self.cont] = np.clip(t.x[self.cont] + delta, 0.0, 1.0)
                 trials.append(xt)

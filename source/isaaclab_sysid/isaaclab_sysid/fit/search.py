@@ -67,6 +67,7 @@ class SearchSettings:
         jacobian_reuse: Broyden-updated Jacobian steps between finite-difference Jacobians
             (:class:`~isaaclab_sysid.fit.refine.RefineSettings`); the refinement checkpoints every ``jacobian_reuse + 1``
             iterations, where the Jacobians are dropped, so that a resumed fit repeats the uninterrupted one.
+        active_set: each LM step over the free coordinates only (:class:`~isaaclab_sysid.fit.refine.RefineSettings`).
     """
 
     cmaes: CmaesSettings
@@ -80,6 +81,7 @@ class SearchSettings:
     single_damping: bool = False
     low_start: bool = True
     jacobian_reuse: int = 3
+    active_set: bool = True
 
 
 class Search:
@@ -102,7 +104,8 @@ class Search:
                                                            delay_neighbours=settings.delay_neighbours,
                                                            widen_delays=settings.widen_delays,
                                                            single_damping=settings.single_damping,
-                                                           jacobian_reuse=settings.jacobian_reuse), best=best)
+                                                           jacobian_reuse=settings.jacobian_reuse,
+                                                           active_set=settings.active_set), best=best)
         if settings.strategy not in ("cmaes", "fast"):
             raise FitError(f"--strategy {settings.strategy}: expected cmaes or fast")
         self.fast: FastPath | None = None
@@ -113,7 +116,8 @@ class Search:
                 raise FitError(f"{run_dir}: its checkpoints are of a --strategy cmaes fit; resume it with that strategy")
             fs = replace(settings.fast or FastPathSettings(), refine_iter=settings.refine_iter,
                          delay_neighbours=settings.delay_neighbours, widen_delays=settings.widen_delays,
-                         single_damping=settings.single_damping, jacobian_reuse=settings.jacobian_reuse)
+                         single_damping=settings.single_damping, jacobian_reuse=settings.jacobian_reuse,
+                         active_set=settings.active_set)
             self.fast = FastPath(objective, fs, best=best)  # the fit runs only: no held-out run steers the search
             self.state: FitState = FastFitState(self.cmaes.state, best, None if state is None else state.refine,
                                                 **({} if state is None else {"fast": state.fast}))

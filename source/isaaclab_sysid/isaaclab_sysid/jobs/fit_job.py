@@ -155,7 +155,8 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None], run_
                               fast=FastPathSettings(probe_generations=s.fast_probe_generations,
                                                     probe_popsize=s.fast_probe_popsize,
                                                     probe_margin=s.fast_probe_margin),
-                              low_start=not refit, jacobian_reuse=s.refine_jacobian_reuse)
+                              low_start=not refit, jacobian_reuse=s.refine_jacobian_reuse,
+                              active_set=s.refine_active_set)
     if run_dir is not None:
         search = (Search.resumed(problem, settings, run_dir, log) if args.output.resume
                   else Search(problem, settings, run_dir, log=log))
