@@ -14,8 +14,13 @@ finite-difference iteration, the Broyden steps below charged at one rollout each
    forward-difference candidate per continuous coordinate (step ``h`` in the
    normalized space, taken backwards at the upper bound);
 2. the trial steps: for every active track, the LM step at three damping values
-   (lambda/10, lambda, 10 lambda, Marquardt scaling by diag(J^T J)), projected
-   onto the bounds [0, 1]; the best trial that lowers the loss is accepted.
+   (lambda/10, lambda, 10 lambda, Marquardt scaling by diag(J^T J)), solved over the
+   free coordinates (a coordinate at a bound whose gradient points out of the box is
+   held there: :func:`free_coordinates`) and projected onto the bounds [0, 1]; the best
+   trial that lowers the loss is accepted. Solving over every coordinate and clipping
+   afterwards (``active_set=False``) bends the step of the coordinates that trade off
+   against a bounded one: under task impedance, with seven numbers at a bound, the
+   refinement crawled along the bounds and never converged (docs/fit.md).
 
 Between finite-difference Jacobians, up to ``jacobian_reuse`` steps are taken from a
 Jacobian updated by Broyden's rank-one formula from the trial just rolled out (one
