@@ -8,7 +8,8 @@ sandwich for autocorrelated residuals; used for export), bootstrap (moving-block
 no extra rollouts), per_run (spread of one-step per-run optima), cma (CMA-ES
 final covariance, diagnostic). Curvature and bootstrap carry the delay's
 uncertainty: the union over the delays the re-optimized delay profile accepts
-(intervals/delay_union.py). See docs/intervals_and_export.md.
+(intervals/delay_union.py) and, where the fit left viscous friction out, the refit with it free
+(intervals/omitted.py). See docs/intervals_and_export.md.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class Args:
     """Finite-difference step in the normalized parameter space (fraction of each bound width)."""
     n_boot: int = 1000
     """Block-bootstrap resamples."""
+    omitted: bool = True
+    """Hold the refit with each group the fit left out (viscous friction, held at 0 by the servo fits) in every
+    interval; --no_omitted keeps them conditional on the nominal value (docs/intervals_and_export.md)."""
 
 
 def main(args: Args) -> int:
@@ -41,7 +45,8 @@ def main(args: Args) -> int:
 
     try:
         ctx = FitContext.load(args.fit_dir)
-        rep = intervals_for(ctx, True, args.level, args.interval_method, args.fd_step, args.n_boot)
+        rep = intervals_for(ctx, True, args.level, args.interval_method, args.fd_step, args.n_boot,
+                            omitted=args.omitted)
     except (ExportError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ from isaaclab_sysid.export.neutral import write_neutral
 from isaaclab_sysid.export.record import DelayRow, DrRecord, MassRow, SpanRow
 from isaaclab_sysid.export.ranges import RangePolicy, make_ranges
 from isaaclab_sysid.intervals.combine import INTERVALS_FILE, IntervalReport, compute_all, read_intervals, write_intervals
+from isaaclab_sysid.intervals.omitted import OMITTED_GROUPS
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.param_space import GROUPS, ParamSpace
@@ -99,8 +100,10 @@ def _recorded_joint_names(fit_dir: Path, result: dict, config: dict | None, args
 
 
 def intervals_for(ctx: FitContext, recompute: bool = False, level: float = 0.95, method: str = "curvature",
-                  fd_step: float = 1e-3, n_boot: int = 1000, log: Callable[[str], None] = print) -> IntervalReport:
-    """Read ``<fit_dir>/intervals.json`` or compute and write it."""
+                  fd_step: float = 1e-3, n_boot: int = 1000, log: Callable[[str], None] = print,
+                  omitted: bool = True) -> IntervalReport:
+    """Read ``<fit_dir>/intervals.json`` or compute and write it (``omitted=False``: intervals conditional on the
+    groups the fit left out, intervals/omitted.py)."""
     path = ctx.fit_dir / INTERVALS_FILE
     if path.is_file() and not recompute:
         rep = read_intervals(path)
@@ -116,7 +119,7 @@ def intervals_for(ctx: FitContext, recompute: bool = False, level: float = 0.95,
     log(f"computing intervals: one batched rollout of the optimum, {2 * ctx.space.dim + 5} finite-difference/delay "
         f"candidates on {len(problem.runs)} run(s), held-out on {len(problem.heldout)}")
     rep = compute_all(problem.backend, ctx.result, problem.runs, problem.heldout, level, method, fd_step, n_boot,
-                      source=str(ctx.fit_dir / RESULT_FILE))
+                      source=str(ctx.fit_dir / RESULT_FILE), omitted_groups=OMITTED_GROUPS if omitted else ())
     write_intervals(path, rep)
     log(f"wrote {path}")
     return rep

@@ -16,6 +16,9 @@
    delay and tested by likelihood ratio on the HAC scale; where more than the fitted delay is accepted,
    every curvature / bootstrap interval becomes the union over the accepted delays (each widened as in 3-4)
    and the warnings name the delays and the numbers that move.
+6. a group the fit leaves out (``viscous``, held at 0; intervals/omitted.py): the linearized refit with it
+   free, from one rollout of its forward differences; every curvature / bootstrap interval becomes the union of
+   itself and itself moved by that refit's shift.
 
 **Which one the export uses, and why.** ``curvature`` (the HAC sandwich): it is
 the only one that is both cheap (one rollout of 2p + 1 + delays candidates) and
@@ -48,6 +51,7 @@ from isaaclab_sysid.intervals.common import Interval, IntervalSet
 from isaaclab_sysid.intervals.consistency import Consistency, consistency
 from isaaclab_sysid.intervals.curvature import IntervalError, Sensitivity, curvature_intervals, sensitivity
 from isaaclab_sysid.intervals.delay_union import DelayUnion, mark_unreliable, profile_delays, union_intervals, union_warnings
+from isaaclab_sysid.intervals.omitted import OMITTED_GROUPS, omitted_shift, widen_for_omitted
 from isaaclab_sysid.intervals.process_noise import ProcessNoise, assess_process_noise, widening_factors
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.utils.atomic import atomic_write_json
@@ -377,11 +381,14 @@ def compute_all(
     source: str | None = None,
     delay_iter: int = 5,
     delay_max: int = 8,
+    omitted_groups: Sequence[str] = OMITTED_GROUPS,
 ) -> IntervalReport:
     """Every interval method on one fit (see module docstring); the result's loss and run weights are used.
 
     ``delay_iter``: LM iterations per round of the delay profile's re-optimization; ``delay_max``: at most this many
     delays re-optimized (intervals/delay_union.py; 0 keeps the intervals conditional on the fitted delay).
+    ``omitted_groups``: groups the fit left out whose free refit every interval holds (intervals/omitted.py; empty
+    keeps the intervals conditional on their nominal values).
     """
     if method not in SELECTABLE:
         raise ValueError(f"unknown interval method '{method}' (choose from {', '.join(SELECTABLE)})")
@@ -435,6 +442,13 @@ def compute_all(
             structure["delay"] = du.to_json(space)
         flag_warns += dwarns
         timing["delay_union"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for group in omitted_groups:
+        om = omitted_shift(backend, sens, runs, weights, traj_weights, group, fd_step)
+        if om is not None:
+            structure.setdefault("omitted", {})[group] = om.to_json()
+            flag_warns += widen_for_omitted(sets, om, space)
+    timing["omitted"] = time.perf_counter() - t0
     flag_warns += flag_intervals(sets, result, delay_prof)
     warns = list(sets["curvature"].warnings) + flag_warns
     c, b = sets["curvature"].by_label(), sets["bootstrap"].by_label()

@@ -183,7 +183,8 @@ def frictionless(truth: ServoTruth = SO101_TRUTH) -> ServoTruth:
 @dataclass
 class DelayCase:
     """The short-episode delay case judged twice: ``conditional``, the intervals at the fitted delay alone
-    (``compute_all(..., delay_max=0)``, what the intervals were before intervals/delay_union.py), and ``union``,
+    (``compute_all(..., delay_max=0, omitted_groups=())``, what the intervals were before intervals/delay_union.py
+    and intervals/omitted.py), and ``union``,
     the default (the delay's uncertainty carried into them); ``delay`` is the union's record."""
 
     conditional: ServoVerdict
@@ -243,7 +244,8 @@ def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None =
                                        loss_weights=problem.weights)
     sec["fit"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    cond = compute_all(problem.backend, result, problem.runs, problem.heldout, n_boot=n_boot, delay_max=0)
+    cond = compute_all(problem.backend, result, problem.runs, problem.heldout, n_boot=n_boot, delay_max=0,
+                       omitted_groups=())
     sec["intervals_conditional"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     union = compute_all(problem.backend, result, problem.runs, problem.heldout, n_boot=n_boot)

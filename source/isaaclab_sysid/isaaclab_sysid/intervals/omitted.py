@@ -1,0 +1,159 @@
+"""What a group the fit leaves out would change: intervals that hold the refit with it.
+
+A fit that leaves a group out holds it at its nominal value, and every interval it reports is conditional on
+that value. The servo fits leave ``viscous`` out by default: below the torque limit the servo's damping ``kd dq``
+and the joint's viscous friction ``viscous dq`` are one torque, so the fitted ``kd`` stands for ``kd + viscous``.
+At the torque limit they part: the servo's PD torque is clamped, with its damping, and the friction is not. On the
+most saturated joints of the servo twin the fitted ``kd`` (and, through the coupling, a neighbour's armature) took
+a bias of one or two interval half-widths that no interval held (docs/servo_arms.md, section 6).
+
+:func:`omitted_shift` asks, at the optimum, what freeing the group would do. One rollout of forward differences in
+the group's entries (its nominal, 0, is its lower bound) and the fit's own Jacobian give the linearized refit: the
+bounded Gauss-Newton step ``min ||r + J_F dF + J_S dS||^2`` (every entry inside its search bounds, ``dS >= 0``),
+minus the same step with ``dS = 0`` (what the fit's own stopping left), is the shift each fitted number takes
+when the group is freed. A ``kd``'s shift counts ``kd + viscous``, the torque it stands for. :func:`widen_for_omitted`
+makes each curvature / bootstrap interval the union of itself and itself moved by that shift, as the delay's
+union does for the delays the data accept (intervals/delay_union.py): the interval then holds both models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import lsq_linear
+
+from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.fit.loss import LossWeights
+from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
+from isaaclab_sysid.fit.residuals import weighted_residuals
+from isaaclab_sysid.intervals.common import IntervalSet
+from isaaclab_sysid.intervals.curvature import Sensitivity
+from isaaclab_sysid.sim.interface import ReplayBackend
+from isaaclab_sysid.sim.shooting import is_torque_run
+
+#: the groups tested when the fit leaves them out (those with a physical zero the fit may have assumed)
+OMITTED_GROUPS = ("viscous",)
+#: a fitted group that stands for itself plus an omitted one below the torque limit: its shift counts both
+STANDS_FOR = {"kd": "viscous"}
+#: shifts below this share of an interval's half-width are not named in the warning (the union still holds them)
+NAMED_SHARE = 0.25
+
+
+@dataclass
+class OmittedShift:
+    """The linearized refit with an omitted group freed.
+
+    Attributes:
+        group: the omitted group (held at ``nominal`` by the fit).
+        step: (N,) its bounded Gauss-Newton entries per joint (decoded units; >= 0 from a nominal at the lower bound).
+        shift: fitted continuous label -> its shift in decoded units (``kd`` counts ``kd + viscous``).
+        gain: the share of the fit loss the free group would remove beyond the fitted groups alone (linear forecast).
+        joint_names: the arm's joints, in the order of ``step``.
+    """
+
+    group: str
+    nominal: float
+    step: list[float]
+    shift: dict[str, float]
+    gain: float
+    joint_names: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"group": self.group, "nominal": self.nominal, "step": list(self.step), "shift": dict(self.shift),
+                "gain": self.gain, "joint_names": list(self.joint_names)}
+
+
+def augmented_with(space: ParamSpace, group: str) -> ParamSpace:
+    """``space`` with ``group`` appended at its default bounds."""
+    lo, hi = DEFAULT_BOUNDS[group]
+    return ParamSpace([*space.groups, GroupSpec(group, float(lo), float(hi))], space.n_dof, space.joint_names)
+
+
+def omitted_shift(backend: ReplayBackend, sens: Sensitivity, runs: Sequence[Run], weights: LossWeights,
+                  traj_weights: Sequence[float] | None, group: str, step: float = 1e-3) -> OmittedShift | None:
+    """The linearized refit with the omitted ``group`` freed (module docstring), from the fit's sensitivity ``sens``.
+
+    Returns None where it does not apply: the group is fitted, the backend cannot represent it, the runs are
+    torque runs (their fits carry viscous friction), or the Jacobian is not finite.
+    """
+    space = sens.space
+    if group in space.group_names or group not in backend.supported_groups or any(is_torque_run(r) for r in runs):
+        return None
+    aug = augmented_with(space, group)
+    vals = space.decode(sens.x0)
+    nominal = float(aug.nominal_values()[group][0])
+    vals[group] = np.full(space.n_dof, nominal)
+    xa = aug.normalize(vals)
+    sl = aug.slice(group)
+    idx = np.arange(aug.dim)[sl]
+    X = np.repeat(xa[None], 1 + idx.size, axis=0)
+    width = aug.widths()[idx]
+    h = np.where(xa[idx] + step <= 1.0, step, -step)  # forward from the lower bound; backward only at the upper
+    X[1 + np.arange(idx.size), idx] += h
+    obj = ReplayObjective(aug, backend, list(runs), weights, traj_weights)
+    res = weighted_residuals(obj.rollouts(X), list(runs), weights, obj.traj_weights)
+    R = [r.per_sample() for r in res]  # per run, (P, T, C)
+    if any(np.any(r.diverged) for r in res):
+        return None
+    JS = np.concatenate([((r[1:] - r[0][None]) / (h * width)[:, None, None]).reshape(idx.size, -1).T for r in R])
+    JF = np.concatenate([np.nan_to_num(J).reshape(-1, J.shape[-1]) for J in sens.J])
+    r0 = np.concatenate([r[0].reshape(-1) for r in R])
+    if not (np.all(np.isfinite(JS)) and np.all(np.isfinite(r0))) or not np.any(r0):
+        return None
+    lo, hi = space.bounds()
+    k = np.asarray(sens.cont)
+    v = np.asarray(sens.value, dtype=float)[k]
+    wF = space.widths()[k]
+    loF, hiF = np.minimum(lo[k] - v, 0.0) / wF, np.maximum(hi[k] - v, 0.0) / wF
+    hiF = hiF + 1e-12 * (hiF <= loF)
+    loS, hiS = (aug.bounds()[0][idx] - nominal) / width, (aug.bounds()[1][idx] - nominal) / width
+    fixed = lsq_linear(JF * wF, -r0, bounds=(loF, hiF), method="bvls")
+    free = lsq_linear(np.hstack([JF * wF, JS * width]), -r0, bounds=(np.r_[loF, loS], np.r_[hiF, hiS]), method="bvls")
+    dF = (free.x[:k.size] - fixed.x) * wF
+    dS = free.x[k.size:] * width
+    shift = {lab: float(d) for lab, d in zip(sens.labels, dF)}
+    partner = next((g for g, o in STANDS_FOR.items() if o == group and g in space.group_names), None)
+    if partner is not None:
+        for j, name in enumerate(space.joint_names):
+            lab = f"{partner}[{name}]"
+            if lab in shift:
+                shift[lab] += float(dS[j])
+    ssr = float(r0 @ r0)
+    gain = float(max(0.0, (2.0 * fixed.cost - 2.0 * free.cost) / ssr)) if ssr > 0 else 0.0
+    return OmittedShift(group, nominal, [float(d) for d in dS], shift, gain, list(space.joint_names))
+
+
+def widen_for_omitted(sets: dict[str, IntervalSet], om: OmittedShift, space: ParamSpace) -> list[str]:
+    """Make each curvature / bootstrap interval the union of itself and itself moved by ``om``'s shift (clipped to
+    the search bounds); returns the warning naming the numbers moved by at least :data:`NAMED_SHARE` of their
+    half-width (none when nothing moves that far)."""
+    lo_b, hi_b = space.bounds()
+    labels = space.labels()
+    named: dict[str, float] = {}
+    for m in ("curvature", "bootstrap"):
+        for iv in sets[m].intervals:
+            d = om.shift.get(iv.label)
+            if d is None or not iv.bounded or iv.group == "delay" or d == 0.0:
+                continue
+            half = 0.5 * (iv.upper - iv.lower)
+            i = labels.index(iv.label)
+            iv.lower = float(max(lo_b[i], min(iv.lower, iv.lower + d)))
+            iv.upper = float(min(hi_b[i], max(iv.upper, iv.upper + d)))
+            share = abs(d) / half if half > 0 else np.inf
+            if share >= NAMED_SHARE:
+                iv.note = "; ".join(n for n in (iv.note, f"union with the refit with {om.group} free "
+                                                          f"(moves {d:+.3g}, {share:.2f} of its half-width)") if n)
+                if m == "curvature":
+                    named[iv.label] = share
+    if not named:
+        return []
+    steps = ", ".join(f"{j} {s:.3g}" for j, s in zip(om.joint_names, om.step) if s > 0)
+    return [f"intervals: {om.group} is not fitted (held at {om.nominal:g}); the data see it apart from the fitted "
+            f"numbers (a linearized refit with it free takes it to [{steps or 'nominal'}] and removes "
+            f"{100 * om.gain:.2g} % of the loss) and that refit moves "
+            + ", ".join(f"{lab} ({s:.2f})" for lab, s in sorted(named.items(), key=lambda t: -t[1]))
+            + " by the given share of their half-widths: each interval is widened to hold both fits "
+            f"(refit with --fit_groups ... ,{om.group} to fit it)"]
