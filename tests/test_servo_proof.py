@@ -93,3 +93,13 @@ def test_short_episode_wrong_delay_is_carried_into_the_intervals(tmp_path):
     assert sum(r.covered for r in after) >= 12
     assert any("fitted delay 5 is rejected" in n for n in case.union.notes)
     assert set(case.delay["depends_on_delay"]) <= {r.label for r in after}
+
+
+def test_the_twin_truth_takes_field_settings_and_refuses_unknown_fields():
+    from isaaclab_sysid.jobs.servo_proof import with_truth
+
+    t = with_truth(SO101_TRUTH, ["viscous=0", "actuator_tau_std=0", "delay=5"])
+    assert np.all(t.viscous == 0.0) and t.actuator_tau_std == 0.0 and t.delay == 5
+    assert np.array_equal(t.kp, SO101_TRUTH.kp)
+    with pytest.raises(ValueError, match="'visc=0': expected FIELD=VALUE"):
+        with_truth(SO101_TRUTH, ["visc=0"])
