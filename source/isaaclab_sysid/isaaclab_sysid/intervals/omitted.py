@@ -98,32 +98,55 @@ def omitted_shift(backend: ReplayBackend, sens: Sensitivity, runs: Sequence[Run]
     R = [r.per_sample() for r in res]  # per run, (P, T, C)
     if any(np.any(r.diverged) for r in res):
         return None
-    JS = np.concatenate([((r[1:] - r[0][None]) / (h * width)[:, None, None]).reshape(idx.size, -1).T for r in R])
-    JF = np.concatenate([np.nan_to_num(J).reshape(-1, J.shape[-1]) for J in sens.J])
-    r0 = np.concatenate([r[0].reshape(-1) for r in R])
-    if not (np.all(np.isfinite(JS)) and np.all(np.isfinite(r0))) or not np.any(r0):
-        return None
     lo, hi = space.bounds()
     k = np.asarray(sens.cont)
     v = np.asarray(sens.value, dtype=float)[k]
     wF = space.widths()[k]
+    scale = np.r_[wF, width]  # normalized columns: a step of 1 is the whole search box
+    H = np.zeros((k.size + idx.size,) * 2)
+    g = np.zeros(k.size + idx.size)
+    ssr = 0.0
+    for J, r in zip(sens.J, R):  # per run, so no (samples x numbers) matrix of every run is ever stacked
+        JS = ((r[1:] - r[0][None]) / (h * width)[:, None, None]).reshape(idx.size, -1).T
+        A = np.hstack([np.nan_to_num(J).reshape(-1, J.shape[-1]), JS]) * scale
+        r0 = r[0].reshape(-1)
+        if not (np.all(np.isfinite(A)) and np.all(np.isfinite(r0))):
+            return None
+        H += A.T @ A
+        g += A.T @ r0
+        ssr += float(r0 @ r0)
+    if ssr <= 0.0:
+        return None
     loF, hiF = np.minimum(lo[k] - v, 0.0) / wF, np.maximum(hi[k] - v, 0.0) / wF
     hiF = hiF + 1e-12 * (hiF <= loF)
     loS, hiS = (aug.bounds()[0][idx] - nominal) / width, (aug.bounds()[1][idx] - nominal) / width
-    fixed = lsq_linear(JF * wF, -r0, bounds=(loF, hiF), method="bvls")
-    free = lsq_linear(np.hstack([JF * wF, JS * width]), -r0, bounds=(np.r_[loF, loS], np.r_[hiF, hiS]), method="bvls")
-    dF = (free.x[:k.size] - fixed.x) * wF
-    dS = free.x[k.size:] * width
+    F = np.arange(k.size)
+    fixed, loss_fixed = bounded_gauss_newton(H[np.ix_(F, F)], g[F], loF, hiF)
+    free, loss_free = bounded_gauss_newton(H, g, np.r_[loF, loS], np.r_[hiF, hiS])
+    dF = (free[:k.size] - fixed) * wF
+    dS = free[k.size:] * width
     shift = {lab: float(d) for lab, d in zip(sens.labels, dF)}
-    partner = next((g for g, o in STANDS_FOR.items() if o == group and g in space.group_names), None)
+    partner = next((p for p, o in STANDS_FOR.items() if o == group and p in space.group_names), None)
     if partner is not None:
         for j, name in enumerate(space.joint_names):
             lab = f"{partner}[{name}]"
             if lab in shift:
                 shift[lab] += float(dS[j])
-    ssr = float(r0 @ r0)
-    gain = float(max(0.0, (2.0 * fixed.cost - 2.0 * free.cost) / ssr)) if ssr > 0 else 0.0
+    gain = float(max(0.0, (loss_fixed - loss_free) / ssr))
     return OmittedShift(group, nominal, [float(d) for d in dS], shift, gain, list(space.joint_names))
+
+
+def bounded_gauss_newton(H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, float]:
+    """``argmin x^T H x + 2 g^T x`` over ``lo <= x <= hi`` (H = A^T A, g = A^T r: the bounded linear least squares
+    ``min ||r + A x||^2`` from its normal equations) and the loss change there. H's eigenvalues are floored at
+    1e-12 of the largest, so a direction the data cannot see (kd against viscous below the torque limit) gets
+    the smallest move the bounds allow instead of a singular solve."""
+    w, V = np.linalg.eigh(0.5 * (H + H.T))
+    w = np.maximum(w, max(float(w.max()), 1e-300) * 1e-12)
+    R = np.sqrt(w)[:, None] * V.T  # R^T R = H
+    b = -(V.T @ g) / np.sqrt(w)
+    x = lsq_linear(R, b, bounds=(lo, hi), method="bvls").x
+    return x, float(x @ H @ x + 2.0 * g @ x)
 
 
 def widen_for_omitted(sets: dict[str, IntervalSet], om: OmittedShift, space: ParamSpace) -> list[str]:
