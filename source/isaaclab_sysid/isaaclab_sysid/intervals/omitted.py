@@ -179,4 +179,5 @@ def widen_for_omitted(sets: dict[str, IntervalSet], om: OmittedShift, space: Par
             f"{100 * om.gain:.2g} % of the loss) and that refit moves "
             + ", ".join(f"{lab} ({s:.2f})" for lab, s in sorted(named.items(), key=lambda t: -t[1]))
             + " by the given share of their half-widths: each interval is widened to hold both fits "
-            f"(refit with --fit_groups ... ,{om.group} to fit it)"]
+            f"(fitting {om.group} as well, in --fit_groups, tells it from what it trades against only as far as "
+            "these runs do: for kd, the samples at the torque limit)"]
