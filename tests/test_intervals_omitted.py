@@ -88,6 +88,17 @@ def test_the_refit_with_viscous_free_is_what_the_shift_says_and_the_widened_inte
     for j, name in enumerate(space.joint_names):
         np.testing.assert_allclose(kd_fit[j] + om.shift[f"kd[{name}]"], refit["kd"][j] + refit["viscous"][j], atol=2e-3)
         np.testing.assert_allclose(ref["armature"][j] + om.shift[f"armature[{name}]"], refit["armature"][j], atol=1e-4)
+    # the free model's own curvature: its standard errors over the held model's are the widening ratios
+    sa = sensitivity(ReplayObjective(aug, be, runs, LossWeights()), xa)
+    Ha, Hc = sa.gauss_newton_inverse(), sens.gauss_newton_inverse()
+    for j, name in enumerate(space.joint_names):
+        i, ia, iv = (sens.labels.index(f"armature[{name}]"), sa.labels.index(f"armature[{name}]"),
+                     sa.labels.index(f"viscous[{name}]"))
+        np.testing.assert_allclose(om.widen[f"armature[{name}]"], max(1.0, np.sqrt(Ha[ia, ia] / Hc[i, i])), rtol=0.02)
+        i, ia = sens.labels.index(f"kd[{name}]"), sa.labels.index(f"kd[{name}]")
+        var_sum = Ha[ia, ia] + Ha[iv, iv] + 2 * Ha[ia, iv]  # kd stands for kd + viscous
+        np.testing.assert_allclose(om.widen[f"kd[{name}]"], max(1.0, np.sqrt(var_sum / Hc[i, i])), rtol=0.02)
+    assert min(om.widen.values()) >= 1.0 and max(om.widen.values()) > 1.01  # viscous takes information kd had
     # the truth kd stands for is kd + viscous; the conditional interval misses it where viscous is large
     sets = {"curvature": curvature_intervals(sens, 0.95), "bootstrap": curvature_intervals(sens, 0.95)}
     target = KD + visc

@@ -18,7 +18,8 @@
    and the warnings name the delays and the numbers that move.
 6. a group the fit leaves out (``viscous``, held at 0; intervals/omitted.py): the linearized refit with it
    free, from one rollout of its forward differences; every curvature / bootstrap interval becomes the union of
-   itself and itself moved by that refit's shift.
+   itself and the free model's interval (moved by that refit's shift, widened by the ratio of the two
+   curvatures' standard errors).
 
 **Which one the export uses, and why.** ``curvature`` (the HAC sandwich): it is
 the only one that is both cheap (one rollout of 2p + 1 + delays candidates) and

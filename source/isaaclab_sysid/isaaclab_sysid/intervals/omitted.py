@@ -11,9 +11,14 @@ a bias of one or two interval half-widths that no interval held (docs/servo_arms
 the group's entries (its nominal, 0, is its lower bound) and the fit's own Jacobian give the linearized refit: the
 bounded Gauss-Newton step ``min ||r + J_F dF + J_S dS||^2`` (every entry inside its search bounds, ``dS >= 0``),
 minus the same step with ``dS = 0`` (what the fit's own stopping left), is the shift each fitted number takes
-when the group is freed. A ``kd``'s shift counts ``kd + viscous``, the torque it stands for. :func:`widen_for_omitted`
-makes each curvature / bootstrap interval the union of itself and itself moved by that shift, as the delay's
-union does for the delays the data accept (intervals/delay_union.py): the interval then holds both models.
+when the group is freed. A ``kd``'s shift counts ``kd + viscous``, the torque it stands for. The same curvature,
+with the group's columns and without, gives each number's standard error with the group free over that with it
+held (:func:`marginal_ratios`; >= 1: freeing a group can only take information away). :func:`widen_for_omitted`
+makes each curvature / bootstrap interval the union of itself and the free model's interval (itself moved by the
+shift and scaled by the ratio), as the delay's union does for the delays the data accept
+(intervals/delay_union.py): the interval then holds both models. On the servo twin the ratio is what matters for
+shoulder_pan, which gravity does not load: in saturation its viscous friction trades against its scale (kp, kd
+and armature together), and freeing it widens those three intervals about 4.5-5x (docs/servo_arms.md).
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ OMITTED_GROUPS = ("viscous",)
 STANDS_FOR = {"kd": "viscous"}
 #: shifts below this share of an interval's half-width are not named in the warning (the union still holds them)
 NAMED_SHARE = 0.25
+#: nor widening ratios below this
+NAMED_RATIO = 1.25
 
 
 @dataclass
@@ -52,6 +59,8 @@ class OmittedShift:
         shift: fitted continuous label -> its shift in decoded units (``kd`` counts ``kd + viscous``).
         gain: the share of the fit loss the free group would remove beyond the fitted groups alone (linear forecast).
         joint_names: the arm's joints, in the order of ``step``.
+        widen: fitted continuous label -> its standard error with the group free over that with it held (>= 1: the
+            group takes information the held fit gave to the number).
     """
 
     group: str
@@ -60,10 +69,11 @@ class OmittedShift:
     shift: dict[str, float]
     gain: float
     joint_names: list[str] = field(default_factory=list)
+    widen: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"group": self.group, "nominal": self.nominal, "step": list(self.step), "shift": dict(self.shift),
-                "gain": self.gain, "joint_names": list(self.joint_names)}
+                "gain": self.gain, "joint_names": list(self.joint_names), "widen": dict(self.widen)}
 
 
 def augmented_with(space: ParamSpace, group: str) -> ParamSpace:
@@ -133,7 +143,28 @@ def omitted_shift(backend: ReplayBackend, sens: Sensitivity, runs: Sequence[Run]
             if lab in shift:
                 shift[lab] += float(dS[j])
     gain = float(max(0.0, (loss_fixed - loss_free) / ssr))
-    return OmittedShift(group, nominal, [float(d) for d in dS], shift, gain, list(space.joint_names))
+    widen = marginal_ratios(H, k.size, scale, sens.labels, space, partner)
+    return OmittedShift(group, nominal, [float(d) for d in dS], shift, gain, list(space.joint_names), widen)
+
+
+def marginal_ratios(H: np.ndarray, p: int, scale: np.ndarray, labels: Sequence[str], space: ParamSpace,
+                    partner: str | None) -> dict[str, float]:
+    """Per fitted label, the standard error with the omitted group free over the standard error with it held, from
+    the Gauss-Newton curvature ``H`` (normalized columns: the ``p`` fitted numbers, then the group's entries);
+    ``partner``'s entries are measured as the sum they stand for (``kd + viscous``). >= 1."""
+    Hf = np.linalg.pinv(H, rcond=1e-10, hermitian=True)
+    Hc = np.linalg.pinv(H[:p, :p], rcond=1e-10, hermitian=True)
+    out = {}
+    for i, lab in enumerate(labels):
+        c = np.zeros(H.shape[0])
+        c[i] = scale[i]
+        grp, _, joint = lab.partition("[")
+        if partner is not None and grp == partner:
+            c[p + space.joint_names.index(joint.rstrip("]"))] = scale[p + space.joint_names.index(joint.rstrip("]"))]
+        var_c = scale[i] ** 2 * Hc[i, i]
+        var_f = float(c @ Hf @ c)
+        out[lab] = float(np.sqrt(var_f / var_c)) if var_c > 0 and var_f > var_c else 1.0
+    return out
 
 
 def bounded_gauss_newton(H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, float]:
@@ -150,34 +181,37 @@ def bounded_gauss_newton(H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.nd
 
 
 def widen_for_omitted(sets: dict[str, IntervalSet], om: OmittedShift, space: ParamSpace) -> list[str]:
-    """Make each curvature / bootstrap interval the union of itself and itself moved by ``om``'s shift (clipped to
-    the search bounds); returns the warning naming the numbers moved by at least :data:`NAMED_SHARE` of their
-    half-width (none when nothing moves that far)."""
+    """Make each curvature / bootstrap interval the union of itself and the free model's interval: itself moved by
+    ``om``'s shift and scaled about the moved value by ``om``'s widening ratio (clipped to the search bounds).
+
+    Returns the warning naming the numbers moved by at least :data:`NAMED_SHARE` of their half-width or widened by
+    at least :data:`NAMED_RATIO` (none when nothing changes that much)."""
     lo_b, hi_b = space.bounds()
     labels = space.labels()
-    named: dict[str, float] = {}
+    named: dict[str, tuple[float, float]] = {}
     for m in ("curvature", "bootstrap"):
         for iv in sets[m].intervals:
             d = om.shift.get(iv.label)
-            if d is None or not iv.bounded or iv.group == "delay" or d == 0.0:
+            if d is None or not iv.bounded or iv.group == "delay":
                 continue
             half = 0.5 * (iv.upper - iv.lower)
             i = labels.index(iv.label)
-            iv.lower = float(max(lo_b[i], min(iv.lower, iv.lower + d)))
-            iv.upper = float(min(hi_b[i], max(iv.upper, iv.upper + d)))
+            f = om.widen.get(iv.label, 1.0)
+            iv.lower = float(max(lo_b[i], min(iv.lower, iv.value + d - f * (iv.value - iv.lower))))
+            iv.upper = float(min(hi_b[i], max(iv.upper, iv.value + d + f * (iv.upper - iv.value))))
             share = abs(d) / half if half > 0 else np.inf
-            if share >= NAMED_SHARE:
-                iv.note = "; ".join(n for n in (iv.note, f"union with the refit with {om.group} free "
-                                                          f"(moves {d:+.3g}, {share:.2f} of its half-width)") if n)
+            if share >= NAMED_SHARE or f >= NAMED_RATIO:
+                iv.note = "; ".join(n for n in (iv.note, f"union with the fit with {om.group} free (moved {d:+.3g}, "
+                                                          f"{share:.2f} of its half-width; x{f:.2f} wider)") if n)
                 if m == "curvature":
-                    named[iv.label] = share
+                    named[iv.label] = (share, f)
     if not named:
         return []
     steps = ", ".join(f"{j} {s:.3g}" for j, s in zip(om.joint_names, om.step) if s > 0)
+    worst = sorted(named.items(), key=lambda t: -max(t[1][0], t[1][1] - 1.0))
     return [f"intervals: {om.group} is not fitted (held at {om.nominal:g}); the data see it apart from the fitted "
             f"numbers (a linearized refit with it free takes it to [{steps or 'nominal'}] and removes "
-            f"{100 * om.gain:.2g} % of the loss) and that refit moves "
-            + ", ".join(f"{lab} ({s:.2f})" for lab, s in sorted(named.items(), key=lambda t: -t[1]))
-            + " by the given share of their half-widths: each interval is widened to hold both fits "
-            f"(fitting {om.group} as well, in --fit_groups, tells it from what it trades against only as far as "
-            "these runs do: for kd, the samples at the torque limit)"]
+            f"{100 * om.gain:.2g} % of the loss). With it free these move (share of their half-width) or widen: "
+            + ", ".join(f"{lab} ({s:.2f}, x{f:.2f})" for lab, (s, f) in worst)
+            + ". Each interval holds both fits (fitting " + om.group + " as well, in --fit_groups, tells it from what "
+            "it trades against only as far as these runs do: for kd, the samples at the torque limit)"]
