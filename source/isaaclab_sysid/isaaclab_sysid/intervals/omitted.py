@@ -18,7 +18,7 @@ makes each curvature / bootstrap interval the union of itself and the free model
 shift and scaled by the ratio), as the delay's union does for the delays the data accept
 (intervals/delay_union.py): the interval then holds both models. On the servo twin the ratio is what matters for
 shoulder_pan, which gravity does not load: in saturation its viscous friction trades against its scale (kp, kd
-and armature together), and freeing it widens those three intervals about 4.5-5x (docs/servo_arms.md).
+and armature together), and freeing it widens those three intervals x4-5.4 (docs/servo_arms.md).
 """
 
 from __future__ import annotations
