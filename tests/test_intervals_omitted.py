@@ -16,7 +16,7 @@ from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.fit.refine import refine_point
 from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
-from isaaclab_sysid.intervals.omitted import augmented_with, omitted_shift, widen_for_omitted
+from isaaclab_sysid.intervals.omitted import applies, augmented_with, omitted_shift, widen_for_omitted
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayBackend, ReplayOptions, RunRollout, check_supported
 
 N = 7
@@ -122,7 +122,23 @@ def test_no_viscous_in_the_data_leaves_the_intervals_almost_as_they_are():
     assert max(after[k] / before[k] for k in before) < 1.5
 
 
-def test_a_backend_that_cannot_represent_viscous_is_left_alone():
+def test_a_backend_that_cannot_represent_viscous_or_a_fit_with_it_is_left_alone():
     be, runs, space, x, sens = _fit(np.zeros(N))
+    assert applies(space, be, runs, "viscous")
+    assert not applies(augmented_with(space, "viscous"), be, runs, "viscous")
     be.supported_groups = frozenset({"kd", "armature", "delay"})
+    assert not applies(space, be, runs, "viscous")
+
+
+def test_a_rollout_that_diverges_cannot_tell_and_says_nothing_of_a_shift():
+    be, runs, space, x, sens = _fit(np.zeros(N))
+    rollout = be.rollout
+
+    def diverging(batch, rs):
+        out = rollout(batch, rs)
+        for ro in out:
+            ro.diverged[:] = batch.viscous is not None and np.any(batch.viscous > 0, axis=1)
+        return out
+
+    be.rollout = diverging
     assert omitted_shift(be, sens, runs, LossWeights(), None, "viscous") is None

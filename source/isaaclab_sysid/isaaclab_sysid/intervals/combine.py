@@ -53,6 +53,7 @@ from isaaclab_sysid.intervals.consistency import Consistency, consistency
 from isaaclab_sysid.intervals.curvature import IntervalError, Sensitivity, curvature_intervals, sensitivity
 from isaaclab_sysid.intervals.delay_union import DelayUnion, mark_unreliable, profile_delays, union_intervals, union_warnings
 from isaaclab_sysid.intervals.omitted import OMITTED_GROUPS, omitted_shift, widen_for_omitted
+from isaaclab_sysid.intervals.omitted import applies as omitted_applies
 from isaaclab_sysid.intervals.process_noise import ProcessNoise, assess_process_noise, widening_factors
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.utils.atomic import atomic_write_json
@@ -444,11 +445,14 @@ def compute_all(
         flag_warns += dwarns
         timing["delay_union"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    for group in omitted_groups:
+    for group in [g for g in omitted_groups if omitted_applies(space, backend, runs, g)]:
         om = omitted_shift(backend, sens, runs, weights, traj_weights, group, fd_step)
-        if om is not None:
-            structure.setdefault("omitted", {})[group] = om.to_json()
-            flag_warns += widen_for_omitted(sets, om, space)
+        if om is None:
+            flag_warns.append(f"intervals: could not test the left-out {group} (its rollout diverged or is not "
+                              f"finite at the fitted point): every interval is conditional on {group} at its nominal")
+            continue
+        structure.setdefault("omitted", {})[group] = om.to_json()
+        flag_warns += widen_for_omitted(sets, om, space)
     timing["omitted"] = time.perf_counter() - t0
     flag_warns += flag_intervals(sets, result, delay_prof)
     warns = list(sets["curvature"].warnings) + flag_warns

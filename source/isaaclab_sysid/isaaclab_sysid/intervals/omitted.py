@@ -35,7 +35,7 @@ from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
 from isaaclab_sysid.fit.residuals import weighted_residuals
 from isaaclab_sysid.intervals.common import IntervalSet
-from isaaclab_sysid.intervals.curvature import Sensitivity
+from isaaclab_sysid.intervals.curvature import Sensitivity, pinv_normalized
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.sim.shooting import is_torque_run
 
@@ -82,16 +82,20 @@ def augmented_with(space: ParamSpace, group: str) -> ParamSpace:
     return ParamSpace([*space.groups, GroupSpec(group, float(lo), float(hi))], space.n_dof, space.joint_names)
 
 
+def applies(space: ParamSpace, backend: ReplayBackend, runs: Sequence[Run], group: str) -> bool:
+    """Whether :func:`omitted_shift` tests ``group``: the fit leaves it out, the backend can represent it, and the
+    runs are not torque runs (their fits carry viscous friction)."""
+    return group not in space.group_names and group in backend.supported_groups and not any(map(is_torque_run, runs))
+
+
 def omitted_shift(backend: ReplayBackend, sens: Sensitivity, runs: Sequence[Run], weights: LossWeights,
                   traj_weights: Sequence[float] | None, group: str, step: float = 1e-3) -> OmittedShift | None:
     """The linearized refit with the omitted ``group`` freed (module docstring), from the fit's sensitivity ``sens``.
 
-    Returns None where it does not apply: the group is fitted, the backend cannot represent it, the runs are
-    torque runs (their fits carry viscous friction), or the Jacobian is not finite.
+    Call it where :func:`applies`. Returns None where it cannot tell: the group's rollout diverges or its Jacobian
+    or residual is not finite.
     """
     space = sens.space
-    if group in space.group_names or group not in backend.supported_groups or any(is_torque_run(r) for r in runs):
-        return None
     aug = augmented_with(space, group)
     vals = space.decode(sens.x0)
     nominal = float(aug.nominal_values()[group][0])
@@ -135,36 +139,35 @@ def omitted_shift(backend: ReplayBackend, sens: Sensitivity, runs: Sequence[Run]
     free, loss_free = bounded_gauss_newton(H, g, np.r_[loF, loS], np.r_[hiF, hiS])
     dF = (free[:k.size] - fixed) * wF
     dS = free[k.size:] * width
+    # per fitted number, the group's entry (its joint) it stands with (-1: none): kd[j] stands for kd[j] + viscous[j]
+    entries = space.entries()
+    pair = np.array([space.joint_names.index(entries[i].joint) if STANDS_FOR.get(entries[i].group) == group else -1
+                     for i in k])
+    dF = dF + np.where(pair >= 0, dS[pair], 0.0)
     shift = {lab: float(d) for lab, d in zip(sens.labels, dF)}
-    partner = next((p for p, o in STANDS_FOR.items() if o == group and p in space.group_names), None)
-    if partner is not None:
-        for j, name in enumerate(space.joint_names):
-            lab = f"{partner}[{name}]"
-            if lab in shift:
-                shift[lab] += float(dS[j])
     gain = float(max(0.0, (loss_fixed - loss_free) / ssr))
-    widen = marginal_ratios(H, k.size, scale, sens.labels, space, partner)
+    widen = dict(zip(sens.labels, marginal_ratios(H / np.outer(scale, scale), scale, pair)))
     return OmittedShift(group, nominal, [float(d) for d in dS], shift, gain, list(space.joint_names), widen)
 
 
-def marginal_ratios(H: np.ndarray, p: int, scale: np.ndarray, labels: Sequence[str], space: ParamSpace,
-                    partner: str | None) -> dict[str, float]:
-    """Per fitted label, the standard error with the omitted group free over the standard error with it held, from
-    the Gauss-Newton curvature ``H`` (normalized columns: the ``p`` fitted numbers, then the group's entries);
-    ``partner``'s entries are measured as the sum they stand for (``kd + viscous``). >= 1."""
-    Hf = np.linalg.pinv(H, rcond=1e-10, hermitian=True)
-    Hc = np.linalg.pinv(H[:p, :p], rcond=1e-10, hermitian=True)
-    out = {}
-    for i, lab in enumerate(labels):
-        c = np.zeros(H.shape[0])
-        c[i] = scale[i]
-        grp, _, joint = lab.partition("[")
-        if partner is not None and grp == partner:
-            c[p + space.joint_names.index(joint.rstrip("]"))] = scale[p + space.joint_names.index(joint.rstrip("]"))]
-        var_c = scale[i] ** 2 * Hc[i, i]
-        var_f = float(c @ Hf @ c)
-        out[lab] = float(np.sqrt(var_f / var_c)) if var_c > 0 and var_f > var_c else 1.0
-    return out
+def marginal_ratios(H: np.ndarray, scale: np.ndarray, pair: np.ndarray) -> np.ndarray:
+    """(p,) per fitted number, its standard error with the omitted group free over that with it held (>= 1).
+
+    Args:
+        H: (p + m, p + m) Gauss-Newton curvature J^T J in decoded units: the p fitted numbers, then the group's m.
+        scale: (p + m,) the search-box widths (the pseudo-inverses' rank tolerance is taken in x / scale).
+        pair: (p,) the group's entry a fitted number stands with (measured as their sum: ``kd + viscous``), or -1.
+    """
+    p = pair.size
+    Hf = pinv_normalized(H, scale, rtol=1e-10).Hinv
+    Hc = pinv_normalized(H[:p, :p], scale[:p], rtol=1e-10).Hinv
+    C = np.zeros((p, H.shape[0]))
+    C[np.arange(p), np.arange(p)] = 1.0
+    C[np.flatnonzero(pair >= 0), p + pair[pair >= 0]] = 1.0
+    var_f = np.einsum("ij,jk,ik->i", C, Hf, C)
+    var_c = np.diag(Hc)
+    ok = (var_c > 0) & (var_f > var_c)
+    return np.where(ok, np.sqrt(np.where(ok, var_f, 1.0) / np.where(ok, var_c, 1.0)), 1.0)
 
 
 def bounded_gauss_newton(H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, float]:
