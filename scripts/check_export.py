@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import tyro
 
+from isaaclab_sysid.utils.cli import run_cli
+
 
 @dataclass
 class Args:
@@ -81,4 +83,4 @@ def main(args: Args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))

@@ -20,6 +20,8 @@ from typing import Literal
 
 import tyro
 
+from isaaclab_sysid.utils.cli import run_cli
+
 
 @dataclass
 class Args:
@@ -70,4 +72,4 @@ def main(args: Args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))

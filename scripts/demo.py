@@ -37,6 +37,7 @@ from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.paths import LOGS_DIR, REAL_RUNS_DIR, REPO_ROOT
 from isaaclab_sysid.twin.demo import DEMO_FIT, DEMO_HELDOUT, DEMO_REPEAT, DEMO_RUNS
 from isaaclab_sysid.twin.params import load_twin_params
+from isaaclab_sysid.utils.cli import run_cli
 
 TRUTH = REPO_ROOT / "configs" / "twin" / "franka_demo.json"
 GROUPS = "armature,mu_static,dynamic_ratio,stribeck_velocity,viscous,delay"
@@ -135,4 +136,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

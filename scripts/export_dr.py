@@ -30,6 +30,7 @@ from typing import Annotated, Literal
 import tyro
 
 from isaaclab_sysid.timebase import TICK_S
+from isaaclab_sysid.utils.cli import run_cli
 
 
 @dataclass
@@ -159,4 +160,4 @@ def _write_usd(ctx, out, physics: str):
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))

@@ -9,7 +9,6 @@ Writes <out>/<name>.csv + .json (1 kHz target run), <name>.png and, with
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -18,6 +17,7 @@ import tyro
 
 from isaaclab_sysid.excitation.chirp import CHIRP_AXES, ChirpSpec, chirp
 from isaaclab_sysid.excitation.cli import TaskDesignFlags, generate_task_design, start_pose
+from isaaclab_sysid.utils.cli import run_cli
 
 
 @dataclass
@@ -76,4 +76,4 @@ def main(a: Args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))

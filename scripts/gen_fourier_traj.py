@@ -21,6 +21,7 @@ from isaaclab_sysid.excitation.fourier import FourierSpec, optimize_fourier, sin
 from isaaclab_sysid.excitation.limits import DesignLimitError
 from isaaclab_sysid.excitation.plots import plot_joint_design
 from isaaclab_sysid.excitation.taskspace import time_grid
+from isaaclab_sysid.utils.cli import run_cli
 
 #: Franka joint-impedance example gains.
 PANDA_KP = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0)
@@ -82,7 +83,7 @@ def main(a: Args) -> int:
         base = single_sinusoid(robot, q0, spec)
     except (DesignLimitError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     cond = trajectory_condition(robot, traj)
     cond_single = trajectory_condition(robot, base)
     print(f"cond(W_b): optimized {cond:.4g}, single sinusoid on the same limits {cond_single:.4g}")
@@ -99,4 +100,4 @@ def main(a: Args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))

@@ -8,13 +8,13 @@ middle, gains unstated) and <name>_preflight.json; exits 1 when pre-flight FAILs
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import tyro
 
 from isaaclab_sysid.excitation.servo_design import ServoDesignSpec
+from isaaclab_sysid.utils.cli import run_cli
 
 
 @dataclass
@@ -43,4 +43,4 @@ def main(args: Args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))

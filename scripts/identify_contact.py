@@ -10,12 +10,12 @@ Examples:
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import tyro
 
 from isaaclab_sysid.contact.cli import FitArgs, TwinArgs, run_fit, run_twin
+from isaaclab_sysid.utils.cli import run_cli
 
 Command = Annotated[FitArgs, tyro.conf.subcommand("fit")] | Annotated[TwinArgs, tyro.conf.subcommand("twin")]
 
@@ -26,4 +26,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -13,12 +13,12 @@ Examples:
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import tyro
 
 from isaaclab_sysid.payload.cli import DesignArgs, FitArgs, TwinArgs, run_design, run_fit, run_twin
+from isaaclab_sysid.utils.cli import run_cli
 
 Command = (
     Annotated[DesignArgs, tyro.conf.subcommand("design")]
@@ -37,4 +37,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -21,11 +21,11 @@ Examples:
 
 from __future__ import annotations
 
-import sys
 
 import tyro
 
 from isaaclab_sysid.rigid_body.cli import IdentifyArgs, main_from_args
+from isaaclab_sysid.utils.cli import run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,4 +33,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

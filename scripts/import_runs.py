@@ -25,6 +25,7 @@ import tyro
 
 from isaaclab_sysid.data import RunFormatError
 from isaaclab_sysid.importers import ImportDependencyError, import_runs
+from isaaclab_sysid.utils.cli import run_cli
 
 
 @dataclass
@@ -46,10 +47,10 @@ def main(args: Args) -> int:
         runs, _ = import_runs(args.src, args.format, args.mapping, args.out)
     except (RunFormatError, ImportDependencyError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     print(f"imported {len(runs)} run(s) into {args.out}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))

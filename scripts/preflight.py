@@ -30,6 +30,7 @@ from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable
+from isaaclab_sysid.utils.cli import run_cli
 
 
 @dataclass
@@ -65,7 +66,7 @@ def main(a: Args) -> int:
         run = read_run(a.run)
     except RunFormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     facts = {k: getattr(a, k) for k in ("orientation_error", "coriolis_compensation", "ee_offset", "torque_limit",
                                           "torque_rate_limit")}
     try:  # a log that does not record the law / EE point / limits is refused unless the flags state them
@@ -89,4 +90,4 @@ def main(a: Args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))

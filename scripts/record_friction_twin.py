@@ -6,11 +6,11 @@ Example (a 20-minute warm-up; about 2 minutes to simulate):
 
 from __future__ import annotations
 
-import sys
 
 import tyro
 
 from isaaclab_sysid.online.cli import TwinArgs, run_twin
+from isaaclab_sysid.utils.cli import run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,4 +18,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -12,11 +12,11 @@ fit_seed.json (its --x0). See docs/rigid_body.md, "Closed-loop refinement (CLIE)
 
 from __future__ import annotations
 
-import sys
 
 import tyro
 
 from isaaclab_sysid.rigid_body.clie import RefineArgs, main_from_args
+from isaaclab_sysid.utils.cli import run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,4 +24,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -18,11 +18,11 @@ Then start the fit there:
 
 from __future__ import annotations
 
-import sys
 
 import tyro
 
 from isaaclab_sysid.rigid_body.seed_cli import SeedArgs, main_from_args
+from isaaclab_sysid.utils.cli import run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,4 +30,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -24,11 +24,11 @@ Example (bundled runs, CPU):
 
 from __future__ import annotations
 
-import sys
 
 import tyro
 
 from isaaclab_sysid.jobs.fit_job import FitArgs, main_from_args
+from isaaclab_sysid.utils.cli import run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,4 +36,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

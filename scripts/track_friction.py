@@ -9,11 +9,11 @@ Examples:
 
 from __future__ import annotations
 
-import sys
 
 import tyro
 
 from isaaclab_sysid.online.cli import TrackArgs, run_track
+from isaaclab_sysid.utils.cli import run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,4 +21,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -26,6 +26,7 @@ from isaaclab_sysid.data import RunFormatError, read_runs_hdf5
 from isaaclab_sysid.data.formats.csv_run import read_run_pieces
 from isaaclab_sysid.importers.common import write_imported
 from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.utils.cli import run_cli
 
 
 @dataclass
@@ -81,4 +82,4 @@ def main(args: Args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))

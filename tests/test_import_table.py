@@ -169,7 +169,7 @@ def test_cli(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "60 rows read, dropped: none; 100 Hz (stamps already on the grid)" in proc.stdout
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)  # the run exists: not overwritten
-    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "not overwriting" in proc.stderr
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not overwriting" in proc.stderr
 
 
 def test_missing_optional_dependency_names_the_extra():

@@ -20,12 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from isaaclab_sysid.intervals.common import Interval
+from isaaclab_sysid.utils.errors import UserError
 
 #: The ends a policy can choose: the interval's lower end, the point estimate, the upper end.
 ENDS = ("lower", "value", "upper")
 
 
-class PolicyError(ValueError):
+class PolicyError(UserError, ValueError):
     """A ``--policy`` entry is malformed, unknown or missing (one line naming the flag)."""
 
 

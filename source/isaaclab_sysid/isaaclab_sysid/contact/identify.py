@@ -37,9 +37,10 @@ from isaaclab_sysid.contact.io import ContactRun
 from isaaclab_sysid.intervals.common import Interval
 from isaaclab_sysid.residual_stats import autocorr_inflation
 from isaaclab_sysid.robots import Robot
+from isaaclab_sysid.utils.errors import UserError
 
 
-class ContactInputError(ValueError):
+class ContactInputError(UserError, ValueError):
     """Bad contact input: one line naming the run (file) or the flag."""
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from isaaclab_sysid.utils.errors import UserError
 
-class RunFormatError(ValueError):
-    """A run file is malformed. ``str(err)`` is one line naming file, row and column.
+
+class RunFormatError(UserError, ValueError):
+    """A run file is malformed. ``str(err)`` is one line naming file, row and column (a user error: exit 2).
 
     Attributes:
         file: the offending file (CSV, sidecar JSON or ``file.h5:/runs/<name>``).
@@ -23,6 +25,9 @@ class RunFormatError(ValueError):
         self.row_label = row_label
         row_s = f"{row_label} {row}" if row is not None else f"{row_label} -"
         super().__init__(f"{self.file}: {row_s}, column {column}: {reason}")
+
+    def __reduce__(self):  # noqa: ANN204 - pickled by its fields (an error raised in another process arrives whole)
+        return type(self), (self.file, self.row, self.column, self.reason, self.row_label)
 
 
 class RunFormatWarning(UserWarning):

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from isaaclab_sysid.data.errors import RunFormatError, RunFormatWarning
+from isaaclab_sysid.data.formats.text import read_text
 from isaaclab_sysid.data.run import LAW_FACTS, REPLAY_FACTS, ImpedanceLaw, Run, RunMeta
 from isaaclab_sysid.data.schema import (
     CONTROLLERS,
@@ -302,10 +303,9 @@ def meta_to_dict(meta: RunMeta) -> dict[str, Any]:
 
 
 def load_sidecar_json(path: Path) -> Any:
-    """Read and decode a sidecar file; malformed JSON names line and column."""
-    if not path.is_file():
-        raise RunFormatError(str(path), None, "-", "sidecar file not found")
-    text = path.read_text(encoding="utf-8")
+    """Read and decode a sidecar file (UTF-8 with or without a byte-order mark, UTF-16 with one); malformed JSON
+    names line and column."""
+    text = read_text(path, "sidecar file")
     if not text.strip():
         raise RunFormatError(str(path), None, "-", "sidecar file is empty")
     try:

@@ -17,6 +17,7 @@ from isaaclab_sysid.data.schema import (
     expected_columns,
 )
 from isaaclab_sysid.timebase import TICK_HZ
+from isaaclab_sysid.utils.errors import plain
 
 _Q_COL = re.compile(r"^q(\d+)$")
 
@@ -75,7 +76,7 @@ def check_values(
         bad = np.flatnonzero(~np.isfinite(vals))
         if bad.size:
             part = " (NaN is allowed only in every row: a signal the logger did not have)" if c in allow_nan else ""
-            raise RunFormatError(file, int(bad[0]) + row_of, c, f"non-finite value {table[c][bad[0]]}{part}")
+            raise RunFormatError(file, int(bad[0]) + row_of, c, f"non-finite value {plain(table[c][bad[0]])}{part}")
     want = meta.num_samples if num_samples is None else num_samples
     if n_rows != want:
         raise RunFormatError(
@@ -86,11 +87,11 @@ def check_values(
     dt = np.diff(t)
     dup = np.flatnonzero(dt == 0)
     if dup.size:
-        raise RunFormatError(file, int(dup[0]) + 1 + row_of, "t_s", f"duplicated time stamp {t[dup[0]]!r}")
+        raise RunFormatError(file, int(dup[0]) + 1 + row_of, "t_s", f"duplicated time stamp {plain(t[dup[0]])}")
     back = np.flatnonzero(dt < 0)
     if back.size:
         i = int(back[0]) + 1
-        raise RunFormatError(file, i + row_of, "t_s", f"time stamp {t[i]!r} is before the previous {t[i - 1]!r}")
+        raise RunFormatError(file, i + row_of, "t_s", f"time stamp {plain(t[i])} is before the previous {plain(t[i - 1])}")
     period = 1.0 / meta.log_rate_hz
     gap = np.flatnonzero(dt > 1.5 * period)
     if gap.size:
@@ -103,7 +104,7 @@ def check_values(
         for c in ("tick", "setpoint_tick"):
             frac = np.flatnonzero(table[c] != np.round(table[c]))
             if frac.size:
-                raise RunFormatError(file, int(frac[0]) + row_of, c, f"not an integer: {table[c][frac[0]]!r}")
+                raise RunFormatError(file, int(frac[0]) + row_of, c, f"not an integer: {plain(table[c][frac[0]])}")
         tick = table["tick"]
         jump = np.flatnonzero(np.diff(tick) != 1)
         if jump.size:

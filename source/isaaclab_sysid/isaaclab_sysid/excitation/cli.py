@@ -22,6 +22,7 @@ from isaaclab_sysid.excitation.limits import (
 from isaaclab_sysid.excitation.verdict import EXIT_FAIL
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.utils.atomic import atomic_write_json
+from isaaclab_sysid.utils.errors import UserError
 from isaaclab_sysid.utils.json_io import jsonable
 
 
@@ -29,7 +30,7 @@ def start_pose(robot_name: str, q_init: tuple[float, ...] | None):
     robot = load_robot(robot_name)
     q0 = default_q_init(robot) if q_init is None else np.asarray(q_init, dtype=float)
     if q0.shape != (robot.n_dof,):
-        raise SystemExit(f"error: --q-init needs {robot.n_dof} values, got {q0.size}")
+        raise UserError(f"--q-init needs {robot.n_dof} values, got {q0.size}")
     pos, quat = anchor_pose(robot, q0)
     return robot, q0, pos, quat
 
@@ -116,7 +117,7 @@ def generate_task_design(
 ) -> int:
     """Design, IK, limit checks, target run, plot and optional pre-flight; prints the peaks
     and the files written. ``gains`` = (kp_trans, kp_rot, kd_trans, kd_rot). Returns the exit
-    code: 1 with a one-line error when the design is refused, 3 (EXIT_FAIL) when the
+    code: 2 with a one-line error when the design is refused, 3 (EXIT_FAIL) when the
     pre-flight's verdict is ``safe to run: no`` (the files are written)."""
     from isaaclab_sysid.excitation.plots import plot_task_design
 
@@ -125,7 +126,7 @@ def generate_task_design(
         run, jref, peaks = build_task_run(robot, q0, design, flags.limits(), name, *gains, flags.control_rate_hz)
     except (DesignLimitError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     paths, verdict = write_outputs(robot, run, out_dir, lambda p: plot_task_design(design, jref, robot, p),
                                    flags.preflight, peaks)
     print(f"peaks: EE {peaks['ee_speed_m_s']:.3f} m/s, {peaks['ee_acc_m_s2']:.2f} m/s^2")

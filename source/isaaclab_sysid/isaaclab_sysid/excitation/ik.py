@@ -20,9 +20,10 @@ import pinocchio as pin
 
 from isaaclab_sysid.robots import Robot
 from isaaclab_sysid.robots.robot import EE_NAME
+from isaaclab_sysid.utils.errors import UserError
 
 
-class IKError(RuntimeError):
+class IKError(UserError, RuntimeError):
     """IK did not converge on some sample (target out of reach or through a singularity)."""
 
 

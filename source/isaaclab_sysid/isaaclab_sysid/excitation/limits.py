@@ -22,12 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from isaaclab_sysid.robots import Robot
+from isaaclab_sysid.utils.errors import UserError
 
 #: Franka Panda joint acceleration limits [rad/s^2] (datasheet); used by the Fourier design.
 PANDA_DDQ_MAX = np.array([15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0])
 
 
-class DesignLimitError(ValueError):
+class DesignLimitError(UserError, ValueError):
     """A design breaks a limit it was given; the message names the limit, the axis/joint and the time."""
 
 

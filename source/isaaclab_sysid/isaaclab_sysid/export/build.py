@@ -28,11 +28,12 @@ from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.timebase import TICK_S
 from isaaclab_sysid.utils.atomic import atomic_write_text
+from isaaclab_sysid.utils.errors import UserError
 from isaaclab_sysid.utils.json_io import read_json
 
 
-class ExportError(Exception):
-    """A user-facing failure (printed as one line)."""
+class ExportError(UserError):
+    """A user-facing failure (printed as one line; exit 2)."""
 
 
 @dataclass

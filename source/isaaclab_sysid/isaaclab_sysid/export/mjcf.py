@@ -76,6 +76,7 @@ from isaaclab_sysid.sim.shooting import run_windows
 from isaaclab_sysid.sim.torque_input import torque_offset_arrays, window_input
 from isaaclab_sysid.timebase import TICK_S
 from isaaclab_sysid.utils.atomic import atomic_write_text
+from isaaclab_sysid.utils.errors import UserError
 
 #: required agreement of the MJCF replay with the fit's own replay [rad]
 MJCF_TOL_RAD = 1e-6
@@ -85,7 +86,7 @@ PREFIX = "sysid_"
 ACT_PREFIX = PREFIX + "act_"
 
 
-class MjcfError(ValueError):
+class MjcfError(UserError, ValueError):
     """A fit or run the MJCF export cannot represent, or a file that is not this module's (one line)."""
 
 

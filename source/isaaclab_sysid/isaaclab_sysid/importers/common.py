@@ -29,9 +29,11 @@ from typing import Any
 import numpy as np
 
 from isaaclab_sysid.data.errors import RunFormatError
+from isaaclab_sysid.data.formats.text import read_text
 from isaaclab_sysid.data.run import REPLAY_FACTS, ImpedanceLaw, Run, RunMeta
 from isaaclab_sysid.data.schema import CONTROLLERS
 from isaaclab_sysid.timebase import TICK_HZ
+from isaaclab_sysid.utils.errors import UserError, plain
 
 FORMATS = ("rosbag2", "mcap", "lerobot", "table")
 EXTRA = "import"  # pip install -e ".[import]"
@@ -40,8 +42,8 @@ TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 ON_GRID_TOL = 1e-3
 
 
-class ImportDependencyError(RuntimeError):
-    """An optional package an importer needs is missing (the message names the extra)."""
+class ImportDependencyError(UserError, RuntimeError):
+    """An optional package an importer needs is missing (the message names the extra; a user error: exit 2)."""
 
 
 def require(module: str, fmt: str):
@@ -109,7 +111,7 @@ def load_import_spec(path: str | Path, n_dof_of=None) -> ImportSpec:
     if not p.is_file():
         raise _spec_err(file, "-", "mapping file not found")
     try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(read_text(p, "mapping file"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise RunFormatError(file, None if mark is None else mark.line + 1, "-", f"invalid YAML: {exc}") from None
@@ -267,7 +269,7 @@ def assemble_runs(s: Streams, spec: ImportSpec, robot, fmt: str, rate_hz: float 
     back = np.flatnonzero(dt < 0)
     if back.size:
         i = int(back[0]) + 1
-        raise _err(s, i, s.names.get("time", ["time"])[0], f"stamp {s.t[i]!r} is before the previous {s.t[i - 1]!r}")
+        raise _err(s, i, s.names.get("time", ["time"])[0], f"stamp {plain(s.t[i])} is before the previous {plain(s.t[i - 1])}")
     parts = [s.q, s.dq] + [a for a in (s.tau, s.tau_J) if a is not None and not np.isnan(a).all()]
     state = np.concatenate(parts, axis=1)
     same_state = np.concatenate([[False], np.all(state[1:] == state[:-1], axis=1)])
@@ -276,7 +278,7 @@ def assemble_runs(s: Streams, spec: ImportSpec, robot, fmt: str, rate_hz: float 
     clash = np.flatnonzero(dup & ~(same_state & same_target))
     if clash.size:
         i = int(clash[0])
-        raise _err(s, i, s.names.get("time", ["time"])[0], f"duplicated stamp {s.t[i]!r} with different values")
+        raise _err(s, i, s.names.get("time", ["time"])[0], f"duplicated stamp {plain(s.t[i])} with different values")
     repeated = dup & same_state & same_target
     stale = ~dup & same_state  # the state was not refreshed: the row repeats the previous one
     keep = ~(repeated | stale)

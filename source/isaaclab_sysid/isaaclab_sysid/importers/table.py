@@ -10,18 +10,23 @@ The mapping file's ``columns`` section names the source's columns (docs/data_for
       tau: [cmd0, ...]         # commanded torque (tau_J: the measured one, optional)
       q_des: [tgt0, ...]       # joint_pd targets; task_impedance: x_des: [3], quat_des: [4] (xyzw)
 
-Other columns are ignored. CSV rows count from 2 (line 1 is the header); Parquet records from 0.
+Other columns are ignored. CSV rows count from 2 (line 1 is the header); Parquet records from 0. A CSV is read as
+other tools export it (:mod:`isaaclab_sysid.data.formats.text`): UTF-8 with or without a byte-order mark, UTF-16
+with one; comma-, semicolon- or tab-separated (decimal commas in the latter two).
 """
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from isaaclab_sysid.data.errors import RunFormatError
+from isaaclab_sysid.data.formats.text import read_text, to_comma_csv
 from isaaclab_sysid.importers.common import TIME_UNITS, ImportSpec, Streams, require
+from isaaclab_sysid.utils.errors import plain
 
 
 def _names(spec: ImportSpec, key: str, n: int, required: bool = True) -> list[str] | None:
@@ -69,9 +74,10 @@ def read_table(path: str | Path, spec: ImportSpec, n_dof: int) -> Streams:
             raise RunFormatError(file, None, "-", f"not a readable Parquet file ({type(exc).__name__}: {exc})") from None
         label, first, header = "record", 0, None
     else:
+        text, _ = to_comma_csv(read_text(path, "table file"), file)  # a byte-order mark, UTF-16, ';' or tab
         try:
-            frame = pd.read_csv(path, skipinitialspace=True)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            frame = pd.read_csv(io.StringIO(text), skipinitialspace=True)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
             raise RunFormatError(file, 1, "-", f"not a readable CSV table ({exc})".replace("\n", " ")) from None
         label, first, header = "row", 2, 1
     frame.columns = [str(c).strip() for c in frame.columns]
@@ -90,7 +96,7 @@ def read_table(path: str | Path, spec: ImportSpec, n_dof: int) -> Streams:
                                  & ~frame[c].astype(str).str.strip().str.lower().isin(["nan", "inf", "-inf"]).to_numpy())
             if bad.size:
                 i = int(bad[0])
-                raise RunFormatError(file, i + first, c, f"not a number: {frame[c].iloc[i]!r}", row_label=label)
+                raise RunFormatError(file, i + first, c, f"not a number: {plain(frame[c].iloc[i])}", row_label=label)
             block[:, j] = vals.to_numpy(dtype=float)
         arrays[sig] = block
     t = arrays["time"][:, 0] * TIME_UNITS[unit]

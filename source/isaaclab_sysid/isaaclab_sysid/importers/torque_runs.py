@@ -24,13 +24,14 @@ import numpy as np
 
 from isaaclab_sysid.data.run import Run, RunMeta
 from isaaclab_sysid.timebase import TICK_HZ
+from isaaclab_sysid.utils.errors import UserError
 
 TorqueSignal = Literal["tau_J", "tau", "current"]
 SIGNALS: tuple[str, ...] = ("tau_J", "tau", "current")
 
 
-class TorqueRunError(ValueError):
-    """A log cannot drive a torque replay (the message is one line naming the file and the flag)."""
+class TorqueRunError(UserError, ValueError):
+    """A log cannot drive a torque replay (the message is one line naming the file and the flag; exit 2)."""
 
 
 @dataclass(frozen=True)

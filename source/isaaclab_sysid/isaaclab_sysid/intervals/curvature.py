@@ -54,9 +54,10 @@ from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.fit.residuals import weighted_residuals
 from isaaclab_sysid.sim.shooting import backend_windows
 from isaaclab_sysid.intervals.common import Interval, IntervalSet, chi2_1, gaussian_intervals, order_intervals
+from isaaclab_sysid.utils.errors import UserError
 
 
-class IntervalError(RuntimeError):
+class IntervalError(UserError, RuntimeError):
     """The intervals cannot be computed (e.g. the fitted candidate diverges)."""
 
 

@@ -47,6 +47,7 @@ import numpy as np
 
 from isaaclab_sysid.intervals.common import z_of
 from isaaclab_sysid.residual_stats import autocorr_inflation
+from isaaclab_sysid.utils.errors import UserError
 
 #: The three friction terms of each joint, in the parameter order.
 FRICTION_TERMS = ("coulomb", "viscous", "offset")
@@ -55,7 +56,7 @@ EXCITED_INFO = 10.0
 GUARDS = ("directional", "bound", "none")
 
 
-class TrackerError(ValueError):
+class TrackerError(UserError, ValueError):
     """Bad tracker options or input (one line naming the flag or the array)."""
 
 

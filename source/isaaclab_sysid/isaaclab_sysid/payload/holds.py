@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from isaaclab_sysid.data import Run
+from isaaclab_sysid.utils.errors import UserError
 
 
-class PayloadInputError(ValueError):
+class PayloadInputError(UserError, ValueError):
     """Bad payload input: one line naming the run (file) and the time or flag."""
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from isaaclab_sysid.data.errors import RunFormatError
+from isaaclab_sysid.data.formats.text import DELIMITERS, read_text, to_comma_csv
 from isaaclab_sysid.data.sidecar import load_sidecar_json
 
 
@@ -46,25 +47,31 @@ def read_csv_table(
 ) -> tuple[list[str], dict[str, np.ndarray]]:
     """Parse a numeric CSV with a header line into column name -> (T,) float64.
 
+    The file is read as other tools export it (:mod:`.text`): UTF-8 with or without a byte-order mark, UTF-16/32
+    with one; comma-, semicolon- or tab-separated (decimal commas in the latter two); header names may be quoted.
+
     Args:
         csv_path: the file.
         check_columns: called with the header's column names before the rows are parsed
             (raises :class:`RunFormatError` for a wrong header).
     Raises:
-        RunFormatError: empty file, no rows, a row with the wrong field count (a truncated
-            last line says so), a field that is not a number (NaN and inf parse; the value
-            checks refuse them where they are not allowed).
+        RunFormatError: not text in an encoding read here, empty file, a header of one column (another
+            delimiter), no rows, a row with the wrong field count (a truncated last line says so), a field
+            that is not a number (NaN and inf parse; the value checks refuse them where they are not allowed).
     """
     file = str(csv_path)
-    if not csv_path.is_file():
-        raise RunFormatError(file, None, "-", "CSV file not found")
-    text = csv_path.read_text(encoding="utf-8")
+    text = read_text(csv_path, "CSV file")
     if not text.strip():
         raise RunFormatError(file, 1, "-", "file is empty (expected a header line and data rows)")
+    text, _ = to_comma_csv(text, file)
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    columns = [c.strip() for c in lines[0].split(",")]
+    columns = [c.strip().strip('"').strip() for c in lines[0].split(",")]
+    if len(columns) == 1:
+        seps = ", ".join(f"{n}s" for n in DELIMITERS.values())
+        raise RunFormatError(file, 1, "-", f"the header line is one column ({lines[0][:60]!r}): expected column "
+                             f"names separated by {seps}")
     check_columns(columns)
     if len(lines) < 2:
         raise RunFormatError(file, 2, columns[0], "no data rows after the header")

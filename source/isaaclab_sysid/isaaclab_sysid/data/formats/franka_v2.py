@@ -38,6 +38,7 @@ from isaaclab_sysid.data.table import robot_limits, table_to_run
 from isaaclab_sysid.data.validate import check_values
 from isaaclab_sysid.timebase import TICK_HZ
 from isaaclab_sysid.utils.atomic import atomic_path
+from isaaclab_sysid.utils.errors import plain
 from isaaclab_sysid.utils.json_io import jsonable
 
 SCHEMA_VERSION = 2
@@ -261,7 +262,7 @@ def _integers(table: Mapping[str, np.ndarray], col: str, file: str, row_of: int)
     v = table[col]
     bad = np.flatnonzero(~np.isfinite(v) | (v != np.round(v)))
     if bad.size:
-        raise RunFormatError(file, int(bad[0]) + row_of, col, f"not an integer: {v[bad[0]]!r}")
+        raise RunFormatError(file, int(bad[0]) + row_of, col, f"not an integer: {plain(v[bad[0]])}")
     return v.astype(np.int64)
 
 

@@ -28,7 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
+from isaaclab_sysid.data.errors import RunFormatError
+from isaaclab_sysid.data.formats.text import decode_text
 from isaaclab_sysid.paths import REPO_ROOT
+from isaaclab_sysid.utils.errors import UserError
 
 N_JOINTS = 6
 N_COLUMNS = 31
@@ -41,8 +44,16 @@ _PLAUSIBLE = (
 )
 
 
-class UR10eDataError(ValueError):
-    """A UR10e log or parameter file is malformed (the message names file, row, column)."""
+class UR10eDataError(UserError, ValueError):
+    """A UR10e log or parameter file is malformed (the message names file, row, column; a user error: exit 2)."""
+
+
+def _text(path: Path) -> str:
+    """The file's text (a byte-order mark, UTF-16: :mod:`.text`); an undecodable file as :class:`UR10eDataError`."""
+    try:
+        return decode_text(path.read_bytes(), str(path))
+    except RunFormatError as exc:
+        raise UR10eDataError(str(exc)) from None
 
 
 def shared_dir() -> Path:
@@ -100,7 +111,7 @@ def load_ur10e_csv(path: str | Path, max_corrupt_head_rows: int = 0) -> UR10eLog
     path = Path(path)
     if not path.is_file():
         raise UR10eDataError(f"{path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    text = _text(path)
     a, width, dropped = _fast_parse(text)
     if a is None:
         a, width, dropped = _careful_parse(path, text)
@@ -251,7 +262,7 @@ def load_published_parameters(path: str | Path) -> PublishedParameters:
     path = Path(path)
     if not path.is_file():
         raise UR10eDataError(f"{path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    text = _text(path)
     return PublishedParameters(
         drive_gains=_parse_vector(path, text, "drvGains", 6),
         rotor_inertia=_parse_vector(path, text, "pi_drvs", 6),
