@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 import tyro
 
 from isaaclab_sysid.fit.param_space import GROUPS
+from isaaclab_sysid.sim.friction import expand_law_aliases
 
 #: repeatable list flags (--real_csv a.csv --real_csv b.csv)
 Repeat = tyro.conf.UseAppendAction
@@ -102,7 +103,11 @@ class ParamsConfig:
     fit_groups: str = "auto"
     """Comma-separated parameter groups to fit: armature, friction, viscous, delay; for joints that stick, replace
     friction by the static-friction group mu_static,dynamic_ratio (static friction Fs, Coulomb = ratio x Fs; mujoco),
-    optionally with stribeck_velocity (else --stribeck_velocity). auto (the default): fit armature,friction,viscous,
+    optionally with stribeck_velocity (else --stribeck_velocity) and stribeck_shape (else 2). Other friction laws
+    (mujoco; docs/friction.md), by name or by their groups: stribeck (mu_static,dynamic_ratio,stribeck_velocity,
+    stribeck_shape), sigmoid (Gaz: sigmoid_amplitude,sigmoid_slope,sigmoid_offset; instead of friction), load (BAM's
+    load-dependent law: friction,load_friction_motor,load_friction_external), dahl (pre-sliding:
+    friction,presliding_stiffness). Servos: kp, kd, encoder_offset; torque runs: torque_offset. auto (the default): fit armature,friction,viscous,
     delay, then refit with the static-friction group from that optimum where the score test asks for static friction
     or a Gauss-Newton step forecasts half of --auto_static_margin, and keep the static fit if the test fired or the
     refit lowered the loss by the margin (the log says what it chose, the loss ratio, the forecast and each joint's z;
@@ -133,6 +138,21 @@ class ParamsConfig:
     """Bounds of the per-joint PD damping [N m s/rad] (it also holds the joint's viscous friction: same torque)."""
     encoder_offset_bounds: tuple[float, float] = _bounds("encoder_offset")
     """Bounds of the per-joint encoder offset [rad] (joint_pd runs: the logged position is true + offset)."""
+    stribeck_shape_bounds: tuple[float, float] = _bounds("stribeck_shape")
+    """Bounds of the per-joint Stribeck shape exponent delta [-] (the stribeck law: exp(-|v/vs|^delta); 2 when not
+    fitted)."""
+    sigmoid_amplitude_bounds: tuple[float, float] = _bounds("sigmoid_amplitude")
+    """Bounds of the sigmoid (Gaz) law's amplitude phi1 [N m]."""
+    sigmoid_slope_bounds: tuple[float, float] = _bounds("sigmoid_slope")
+    """Bounds of the sigmoid (Gaz) law's slope phi2 [s/rad]."""
+    sigmoid_offset_bounds: tuple[float, float] = _bounds("sigmoid_offset")
+    """Bounds of the sigmoid (Gaz) law's velocity offset phi3 [rad/s]."""
+    load_friction_motor_bounds: tuple[float, float] = _bounds("load_friction_motor")
+    """Bounds of the load-dependent law's friction per N m of motor torque [-] (BAM's directional law)."""
+    load_friction_external_bounds: tuple[float, float] = _bounds("load_friction_external")
+    """Bounds of the load-dependent law's friction per N m of external (gravity + Coriolis) torque [-]."""
+    presliding_stiffness_bounds: tuple[float, float] = _bounds("presliding_stiffness")
+    """Bounds of the Dahl law's bristle stiffness sigma0 [N m/rad] (pre-sliding creep before break-away)."""
     stribeck_velocity: float = 0.05
     """Stribeck velocity of the static-friction group [rad/s] when not fitted: friction Fc + (Fs - Fc) exp(-(v/vs)^2)."""
 
@@ -142,9 +162,10 @@ class ParamsConfig:
         return self.fit_groups.strip() == "auto"
 
     def groups(self) -> list[str]:
-        """The group names of ``fit_groups``, in the order given (``auto``: the Coulomb set it starts from)."""
+        """The group names of ``fit_groups``, in the order given (``auto``: the Coulomb set it starts from), a
+        friction law's name (stribeck, sigmoid, load, dahl) expanded to its groups (sim/friction.py)."""
         spec = FIT_GROUPS_DEFAULT if self.auto else self.fit_groups
-        return [g.strip() for g in spec.split(",") if g.strip()]
+        return expand_law_aliases(g.strip() for g in spec.split(",") if g.strip())
 
     def bounds_of(self, group: str) -> tuple[float, float] | None:
         """The bounds flag of ``group`` (None for an unknown group)."""

@@ -67,6 +67,20 @@ GROUPS: dict[str, GroupInfo] = {
         GroupInfo("kd", "N m s/rad", (0.0, 20.0), True, "kd", 0.0, 0.2, "joint-PD damping of a servo"),
         GroupInfo("encoder_offset", "rad", (-0.1, 0.1), True, "encoder_offset", 0.0, 0.5,
                   "encoder calibration error (logged = true + offset)"),
+        GroupInfo("stribeck_shape", "-", (0.5, 4.0), True, "stribeck_shape", 2.0, 0.43,
+                  "shape exponent delta of the Stribeck law exp(-|v/vs|^delta)"),
+        GroupInfo("sigmoid_amplitude", "N m", (0.0, 5.0), True, "sigmoid_amplitude", 0.0, 0.05,
+                  "amplitude phi1 of the sigmoid (Gaz) friction law"),
+        GroupInfo("sigmoid_slope", "s/rad", (1.0, 100.0), True, "sigmoid_slope", 1.0, 0.1,
+                  "slope phi2 of the sigmoid (Gaz) friction law"),
+        GroupInfo("sigmoid_offset", "rad/s", (-0.1, 0.1), True, "sigmoid_offset", 0.0, 0.5,
+                  "velocity offset phi3 of the sigmoid (Gaz) friction law"),
+        GroupInfo("load_friction_motor", "-", (0.0, 0.5), True, "load_friction_motor", 0.0, 0.05,
+                  "load-dependent friction per N m of motor torque (BAM)"),
+        GroupInfo("load_friction_external", "-", (0.0, 0.5), True, "load_friction_external", 0.0, 0.05,
+                  "load-dependent friction per N m of external torque (BAM)"),
+        GroupInfo("presliding_stiffness", "N m/rad", (1.0, 2000.0), True, "presliding_stiffness", 1.0, 0.05,
+                  "bristle stiffness sigma0 of the Dahl pre-sliding law"),
     )
 }
 assert tuple(GROUPS) == PARAM_GROUPS, "GROUPS must list the backend contract's groups in order"

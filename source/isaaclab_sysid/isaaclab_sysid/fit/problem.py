@@ -32,6 +32,7 @@ from isaaclab_sysid.fit.state_age_source import resolve_state_age
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.robots.config import RobotConfig
 from isaaclab_sysid.sim.factory import BackendUnavailableError, RayOptions, make_backend
+from isaaclab_sysid.sim.friction import law_of_groups
 from isaaclab_sysid.sim.interface import ReplayBackend, ReplayOptions
 from isaaclab_sysid.sim.state_age import StateAgeBackend, StateAgeModel
 
@@ -101,9 +102,19 @@ def check_args(args: FitArgs) -> None:
     if "friction" in groups and "mu_static" in groups:
         raise FitError("--fit_groups: friction (Coulomb) and mu_static (static-friction group: Coulomb = dynamic_ratio x "
                        "mu_static) describe the same torque; give one of them")
-    for g in ("dynamic_ratio", "stribeck_velocity"):
+    for g in ("dynamic_ratio", "stribeck_velocity", "stribeck_shape"):
         if g in groups and "mu_static" not in groups:
             raise FitError(f"--fit_groups: {g} needs mu_static (the static-friction group: Coulomb = dynamic_ratio x mu_static)")
+    try:
+        law = law_of_groups(groups)
+    except ValueError as exc:
+        raise FitError(f"--fit_groups: {exc}") from None
+    need = {"sigmoid": ("sigmoid_amplitude", "sigmoid_slope"), "dahl": ("friction", "presliding_stiffness"),
+            "load": ("friction",)}.get(law.name, ())
+    missing = [g for g in need if g not in groups]
+    if missing:
+        raise FitError(f"--fit_groups: the {law.name} friction law needs {', '.join(missing)} (or give the law's name, "
+                       f"'{law.name}', for all its groups)")
     torque_replay.check_torque_args(args)
 
 

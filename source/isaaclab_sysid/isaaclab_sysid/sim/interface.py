@@ -19,7 +19,11 @@ from isaaclab_sysid.sim.shooting import run_windows
 
 #: Every parameter group a backend may support (see DESIGN: "Parameters fitted by replay").
 PARAM_GROUPS = ("armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio", "stribeck_velocity",
-                "torque_offset", "kp", "kd", "encoder_offset")
+                "torque_offset", "kp", "kd", "encoder_offset", "stribeck_shape", "sigmoid_amplitude", "sigmoid_slope",
+                "sigmoid_offset", "load_friction_motor", "load_friction_external", "presliding_stiffness")
+#: the groups of the friction laws beyond Coulomb (sim/friction.py), per joint
+LAW_GROUPS = ("mu_static", "dynamic_ratio", "stribeck_velocity", "stribeck_shape", "sigmoid_amplitude", "sigmoid_slope",
+              "sigmoid_offset", "load_friction_motor", "load_friction_external", "presliding_stiffness")
 
 
 class UnsupportedParameterError(ValueError):
@@ -73,6 +77,14 @@ class CandidateBatch:
         kd: (P, N) joint-PD damping [N m s/rad] replacing the runs' stated gains.
         encoder_offset: (P, N) encoder calibration error [rad]: the logged (and controlled) position is
             ``true + encoder_offset``.
+        stribeck_shape: (P, N) shape exponent delta of the Stribeck law, exp(-|v / vs|^delta) [-] (None: 2).
+        sigmoid_amplitude, sigmoid_slope, sigmoid_offset: (P, N) the Gaz sigmoid law's phi1 [N m], phi2 [s/rad],
+            phi3 [rad/s] (sim/friction.py).
+        load_friction_motor, load_friction_external: (P, N) the load-dependent law's coefficients of the motor's
+            torque and of the external (gravity + Coriolis) torque [-] (BAM's directional law; ``friction`` is its
+            base level).
+        presliding_stiffness: (P, N) the Dahl law's bristle stiffness sigma0 [N m/rad] (``friction`` is its
+            saturation level).
     """
 
     armature: np.ndarray | None = None
@@ -86,6 +98,13 @@ class CandidateBatch:
     kp: np.ndarray | None = None
     kd: np.ndarray | None = None
     encoder_offset: np.ndarray | None = None
+    stribeck_shape: np.ndarray | None = None
+    sigmoid_amplitude: np.ndarray | None = None
+    sigmoid_slope: np.ndarray | None = None
+    sigmoid_offset: np.ndarray | None = None
+    load_friction_motor: np.ndarray | None = None
+    load_friction_external: np.ndarray | None = None
+    presliding_stiffness: np.ndarray | None = None
 
     @property
     def size(self) -> int:

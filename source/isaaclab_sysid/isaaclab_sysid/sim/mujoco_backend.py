@@ -25,7 +25,9 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import EE_NAME, Robot
 from isaaclab_sysid.sim import native_lib
+from isaaclab_sysid.sim.friction import LAW_COLUMNS, LAWS, batch_law
 from isaaclab_sysid.sim.interface import (
+    LAW_GROUPS,
     CandidateBatch,
     ReplayBackend,
     ReplayOptions,
@@ -91,8 +93,8 @@ class MujocoBackend(ReplayBackend):
     """
 
     name = "mujoco"
-    supported_groups = frozenset({"armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio", "torque_offset",
-                                  "stribeck_velocity", "kp", "kd", "encoder_offset"})
+    supported_groups = frozenset({"armature", "friction", "viscous", "delay", "torque_offset", "kp", "kd",
+                                  "encoder_offset", *LAW_GROUPS})
 
     def __init__(
         self,
@@ -184,10 +186,17 @@ class MujocoBackend(ReplayBackend):
         return replay_gravity(self.options, sched.gravity_compensated)
 
     def _params(self, batch: CandidateBatch) -> dict[str, np.ndarray]:
-        if batch.mu_static is not None and self._stribeck is not None:
-            raise ValueError("a backend built with a fixed Stribeck friction cannot also take a fitted mu_static")
+        law, table = batch_law(batch, self.n_dof, self._fit_vs)
+        if law.name != "coulomb" and self._stribeck is not None:
+            raise ValueError(f"a backend built with a fixed Stribeck friction cannot also take the {law.name} law's groups")
         out = candidate_arrays(batch, self._nominal, self.n_dof)
         out.update(servo_arrays(batch, self.n_dof))
+        if self._stribeck is not None:  # the twin's fixed Stribeck friction on every candidate's Coulomb level
+            law = LAWS["stribeck"]
+            table = np.zeros((batch.size, self.n_dof, LAW_COLUMNS))
+            table[:, :, 0], table[:, :, 1], table[:, :, 2] = self._stribeck[0], self._stribeck[1], 2.0
+        out["law_id"] = np.full(batch.size, law.law_id, dtype=np.int64)
+        out["law_p"] = np.ascontiguousarray(table)
         return out
 
     # -------------------------------------------------------------- rollout
@@ -318,15 +327,13 @@ class MujocoBackend(ReplayBackend):
             row = params[g][p]
             keep.append(row)
             setattr(job, g, _ptr(row))
-        if "mu_static" in params:  # the fitted static-friction group: Stribeck at the options' velocity
-            fs = params["mu_static"][p]
-            vs = params["stribeck_velocity"][p] if "stribeck_velocity" in params else self._fit_vs
-            keep += [fs, vs]
-            job.fric_static = _ptr(fs)
-            job.stribeck_vel = _ptr(vs)
-        elif self._stribeck is not None:
-            job.fric_static = _ptr(self._stribeck[0])
-            job.stribeck_vel = _ptr(self._stribeck[1])
+        # the friction law (sim/friction.py): its id and packed (N, 4) parameters; the load law's gearbox also
+        # carries the gravity a gravity-free replay of a compensated arm does not simulate
+        job.fric_law = int(params["law_id"][p])
+        law_p = np.ascontiguousarray(params["law_p"][p])
+        keep.append(law_p)
+        job.law_p = _ptr(law_p)
+        job.load_gravity = 0.0 if gravity else GRAVITY
         job.gravity = GRAVITY if gravity else 0.0
         job.max_qvel = float(self.options.max_joint_velocity)
         job.out_q = _ptr(out.q[p, a:b])

@@ -22,7 +22,7 @@ from pathlib import Path
 import mujoco
 
 SOURCE = Path(__file__).parent / "native" / "replay.c"
-ABI_VERSION = 5
+ABI_VERSION = 6
 CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c99", "-fno-fast-math")
 
 _P = ctypes.c_void_p
@@ -66,8 +66,9 @@ class ReplayJob(ctypes.Structure):
         ("armature", _D),
         ("friction", _D),
         ("viscous", _D),
-        ("fric_static", _D),
-        ("stribeck_vel", _D),
+        ("fric_law", ctypes.c_int32),
+        ("law_p", _D),
+        ("load_gravity", ctypes.c_double),
         ("gravity", ctypes.c_double),
         ("max_qvel", ctypes.c_double),
         ("q_init", _D),

@@ -16,6 +16,7 @@ import numpy as np
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import EE_NAME, Robot
+from isaaclab_sysid.sim.friction import FrictionLaw, applied_force, budget, dahl_step
 from isaaclab_sysid.sim.interface import ReplayOptions
 from isaaclab_sysid.sim.schedule import schedule_of
 from isaaclab_sysid.timebase import TICK_S
@@ -76,12 +77,28 @@ def reference_replay(
     params: JointOverrides,
     delay: int = 0,
     options: ReplayOptions | None = None,
+    friction_law: tuple[FrictionLaw, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Replay ``run`` for one candidate; returns q, dq, ee_pos, tau at the sample ticks."""
+    """Replay ``run`` for one candidate; returns q, dq, ee_pos, tau at the sample ticks.
+
+    Args:
+        params: armature, the Coulomb (sliding) level ``friction`` and viscous damping, (N,) each.
+        friction_law: a friction law (sim/friction.py) and its (N, 4) packed parameters; None: Coulomb. Constraint
+            laws set the model's frictionloss every tick (Stribeck from the velocity before the step; the load law
+            from the tick's applied and external torques, with the gravity a gravity-free replay leaves out carried
+            by the gearbox); force laws add their torque to the applied torque (the Dahl state advanced per tick).
+    """
     opts = options or ReplayOptions()
     s = schedule_of(run, robot.n_dof)
     gravity = opts.gravity if opts.gravity is not None else not s.gravity_compensated
+    flaw, law_p = friction_law if friction_law is not None else (None, None)
+    fc = np.zeros(robot.n_dof) if params.friction is None else np.asarray(params.friction, dtype=float)
+    if flaw is not None and flaw.acts_as == "force":  # the force laws replace the frictionloss constraint
+        params = JointOverrides(params.armature, np.zeros(robot.n_dof), params.damping)
     m = robot.build_mujoco(params, gravity=gravity)
+    mg = robot.build_mujoco(params, gravity=True)  # the load law: the gravity torque a gravity-free replay omits
+    dg = mujoco.MjData(mg)
+    dahl = np.zeros(robot.n_dof)
     m0 = robot.build_mujoco(params, gravity=False)  # for C(q, qd) qd
     d, d0 = mujoco.MjData(m), mujoco.MjData(m0)
     site = m.site(EE_NAME).id
@@ -102,6 +119,8 @@ def reference_replay(
         return s.sp_values[max(i, 0)]
 
     for k in range(-W, s.last_tick + 1):
+        if flaw is not None and flaw.name == "stribeck":
+            m.dof_frictionloss[:] = budget(flaw, fc, law_p, d.qvel)
         mujoco.mj_forward(m, d)
         if s.controller == "joint_pd":
             sp = setpoint(max(k - delay, -W))
@@ -138,6 +157,21 @@ def reference_replay(
             out["ee_pos"][i], out["tau"][i] = d.site_xpos[site], applied
         if k == s.last_tick:
             break
-        d.qfrc_applied[:] = applied
+        fric = np.zeros(n)
+        if flaw is not None and flaw.name == "sigmoid":
+            fric = applied_force(flaw, law_p, d.qvel, dahl)
+        elif flaw is not None and flaw.name == "dahl":
+            fric = applied_force(flaw, law_p, d.qvel, dahl)
+            dahl = dahl_step(fc, law_p, d.qvel.copy(), dahl, TICK_S)
+        elif flaw is not None and flaw.name == "load":
+            g_acting = np.zeros(n)
+            if not gravity:  # the gravity torque on each joint at rest (bias = -gravity torque at zero velocity)
+                dg.qpos[:] = d.qpos
+                dg.qvel[:] = 0.0
+                mujoco.mj_forward(mg, dg)
+                g_acting = -dg.qfrc_bias.copy()
+            m.dof_frictionloss[:] = budget(flaw, fc, law_p, d.qvel, tau_motor=applied - g_acting,
+                                           tau_ext=-d.qfrc_bias + g_acting)
+        d.qfrc_applied[:] = applied + fric
         mujoco.mj_step(m, d)
     return out

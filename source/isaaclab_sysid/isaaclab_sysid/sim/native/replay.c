@@ -9,6 +9,12 @@
  * current state and the zero-order-held setpoint, actuator delay, slew limit,
  * clamp, then integrate (mj_step2, plus plain substeps for a finer integrator).
  *
+ * Friction (sim/friction.py, docs/friction.md): viscous damping (dof_damping) plus one dry-friction law. The
+ * constraint laws set MuJoCo's frictionloss budget every tick (Coulomb: constant; Stribeck: from the velocity,
+ * before mj_step1 and at every substep; load-dependent: from the tick's motor and external torques, written into
+ * the friction rows mj_step1 built, after the controller); the force laws add their torque to qfrc_applied, once
+ * per tick (sigmoid: from the velocity; Dahl: its bristle state, advanced exactly over the tick).
+ *
  * The torque "controller" replays a measured torque instead (one shooting
  * window of a torque-driven replay): it starts at the window's first sample
  * tick from (q_init, qd_init), without warm-up, and applies the per-tick torque
@@ -23,11 +29,19 @@
 #include <string.h>
 #include <mujoco/mujoco.h>
 
-#define SYSID_ABI_VERSION 5
+#define SYSID_ABI_VERSION 6
 #define CTRL_JOINT_PD 0
 #define CTRL_TASK_IMPEDANCE 1
 #define CTRL_TORQUE 2
 #define MAXV 64
+/* friction laws (sim/friction.py: LAW_IDS; docs/friction.md) */
+#define FRIC_COULOMB 0
+#define FRIC_STRIBECK 1
+#define FRIC_SIGMOID 2
+#define FRIC_LOAD 3
+#define FRIC_DAHL 4
+#define LAW_COLS 4
+#define LOAD_BUDGET_FLOOR 1e-9
 
 typedef struct {
   /* schedule */
@@ -62,8 +76,10 @@ typedef struct {
   const double* armature;
   const double* friction;
   const double* viscous;
-  const double* fric_static;   /* (N,) static friction (Stribeck model), or NULL */
-  const double* stribeck_vel;  /* (N,) Stribeck velocity [rad/s] */
+  int32_t fric_law;            /* FRIC_*: the dry-friction law on top of the viscous damping */
+  const double* law_p;         /* (N, LAW_COLS) the law's parameters (sim/friction.py: FrictionLaw.columns), or NULL */
+  double load_gravity;         /* FRIC_LOAD: gravity [m/s^2] the gearbox carries that the replay does not simulate
+                                  (a gravity-compensated arm replayed gravity-free), else 0 */
   double gravity;              /* gravity magnitude along -z [m/s^2] (0 = gravity-free) */
   double max_qvel;             /* divergence threshold [rad/s] */
   const double* q_init;        /* (N,) */
@@ -101,9 +117,9 @@ static void clip_norm(double* v, double maxn) {
   }
 }
 
-/* generalized gravity force of a hinge chain (what qfrc_bias holds besides C qd, negated) */
-static void gravity_force(const mjModel* m, const mjData* d, double* g_out) {
-  const double* grav = m->opt.gravity;
+/* generalized gravity force of a hinge chain under the gravity vector grav (what qfrc_bias holds besides C qd,
+   negated, when grav is the model's) */
+static void gravity_force_of(const mjModel* m, const mjData* d, const double* grav, double* g_out) {
   for (int j = 0; j < m->nv; j++) {
     int b = m->dof_bodyid[j], jnt = m->dof_jntid[j];
     const double* axis = d->xaxis + 3 * jnt;
@@ -115,6 +131,10 @@ static void gravity_force(const mjModel* m, const mjData* d, double* g_out) {
     double t[3] = {r[1] * f[2] - r[2] * f[1], r[2] * f[0] - r[0] * f[2], r[0] * f[1] - r[1] * f[0]};
     g_out[j] = axis[0] * t[0] + axis[1] * t[1] + axis[2] * t[2];
   }
+}
+
+static void gravity_force(const mjModel* m, const mjData* d, double* g_out) {
+  gravity_force_of(m, d, m->opt.gravity, g_out);
 }
 
 static void task_impedance(const mjModel* m, mjData* d, const SysidReplayJob* job, const double* sp,
@@ -169,12 +189,58 @@ static void task_impedance(const mjModel* m, mjData* d, const SysidReplayJob* jo
 }
 
 static void set_friction(mjModel* m, const SysidReplayJob* job, const mjData* d) {
-  /* Stribeck: friction torque Fc + (Fs - Fc) exp(-(v / vs)^2), as MuJoCo frictionloss */
+  /* Stribeck: friction torque Fc + (Fs - Fc) exp(-|v / vs|^delta), as MuJoCo frictionloss (law_p: Fs, vs, delta) */
   for (int j = 0; j < m->nv; j++) {
+    const double* p = job->law_p + (size_t)j * LAW_COLS;
     double fc = job->friction[j];
-    double v = d->qvel[j] / job->stribeck_vel[j];
-    m->dof_frictionloss[j] = fc + (job->fric_static[j] - fc) * exp(-v * v);
+    double v = fabs(d->qvel[j] / p[1]);
+    double e = p[2] == 2.0 ? v * v : pow(v, p[2]);
+    m->dof_frictionloss[j] = fc + (p[0] - fc) * exp(-e);
   }
+}
+
+/* the sigmoid law's friction torque on each joint (law_p: phi1, phi2, phi3; Gaz et al. 2019) */
+static void sigmoid_force(const SysidReplayJob* job, const mjData* d, int nv, double* f) {
+  for (int j = 0; j < nv; j++) {
+    const double* p = job->law_p + (size_t)j * LAW_COLS;
+    f[j] = -(p[0] / (1.0 + exp(-p[1] * (d->qvel[j] + p[2]))) - p[0] / (1.0 + exp(-p[1] * p[2])));
+  }
+}
+
+/* the Dahl bristle force after dt at the tick's velocity (exact for a constant velocity; law_p: sigma0) */
+static void dahl_step(const SysidReplayJob* job, const mjData* d, int nv, double dt, double* state) {
+  for (int j = 0; j < nv; j++) {
+    double fc = job->friction[j], v = d->qvel[j];
+    if (!(fc > 0)) { state[j] = 0.0; continue; }
+    double target = v > 0 ? fc : (v < 0 ? -fc : 0.0);
+    state[j] = target + (state[j] - target) * exp(-job->law_p[(size_t)j * LAW_COLS] * fabs(v) * dt / fc);
+  }
+}
+
+/* the load law's budget Fc + |k_ext tau_ext - k_motor tau_motor| (law_p: k_motor, k_ext), written into the friction
+   rows mj_step1 built and into the model (for the substeps) */
+static void load_budget(mjModel* m, mjData* d, const SysidReplayJob* job, const double* applied) {
+  int nv = m->nv;
+  double g[MAXV], b[MAXV];
+  for (int j = 0; j < nv; j++) g[j] = 0.0;
+  if (job->load_gravity != 0.0) {
+    double grav[3] = {0.0, 0.0, -job->load_gravity};
+    gravity_force_of(m, d, grav, g);
+  }
+  for (int j = 0; j < nv; j++) {
+    const double* p = job->law_p + (size_t)j * LAW_COLS;
+    /* the gravity the replay does not simulate loads the joint, and the real motor holds it */
+    double ext = -d->qfrc_bias[j] + g[j], mot = applied[j] - g[j];
+    double v = job->friction[j] + fabs(p[1] * ext - p[0] * mot);
+    b[j] = v > LOAD_BUDGET_FLOOR ? v : LOAD_BUDGET_FLOOR;
+    m->dof_frictionloss[j] = b[j];
+  }
+  for (int i = 0; i < d->nefc; i++)
+    if (d->efc_type[i] == mjCNSTR_FRICTION_DOF) d->efc_frictionloss[i] = b[d->efc_id[i]];
+  /* the constraint islands' sorted copy (mj_island), which the solver reads when islands are on */
+  if (d->nisland > 0)
+    for (int i = 0; i < d->nefc; i++)
+      if (d->iefc_type[i] == mjCNSTR_FRICTION_DOF) d->iefc_frictionloss[i] = b[d->iefc_id[i]];
 }
 
 static int bad_state(const mjModel* m, const mjData* d, double vmax) {
@@ -208,9 +274,12 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
   if (job->n_samples <= 0 || job->substeps < 1 || job->delay < 0 || !(job->tick_s > 0)) return -2;
   if (torque_mode ? (job->torque_ff == NULL || job->n_torque <= 0) : job->n_setpoints <= 0) return -2;
   if (!torque_mode && job->sample_tick[0] < -job->warmup) return -3;
+  const int law = job->fric_law;
+  if (law < FRIC_COULOMB || law > FRIC_DAHL || (law != FRIC_COULOMB && job->law_p == NULL)) return -4;
   for (int j = 0; j < nv; j++) {
     m->dof_armature[j] = job->armature[j];
-    m->dof_frictionloss[j] = job->friction[j];
+    /* a force law replaces the constraint: the Dahl level is its saturation, the sigmoid has no budget */
+    m->dof_frictionloss[j] = law == FRIC_DAHL || law == FRIC_SIGMOID ? 0.0 : job->friction[j];
     m->dof_damping[j] = job->viscous[j];
   }
   m->opt.gravity[0] = 0; m->opt.gravity[1] = 0; m->opt.gravity[2] = -job->gravity;
@@ -221,7 +290,9 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
 
   const int64_t k0 = torque_mode ? job->sample_tick[0] : -(int64_t)job->warmup;
   const int64_t k_last = job->sample_tick[job->n_samples - 1];
-  const int stribeck = job->fric_static != NULL;
+  const int stribeck = law == FRIC_STRIBECK;
+  double fric_f[MAXV], dahl[MAXV];
+  for (int j = 0; j < nv; j++) { fric_f[j] = 0.0; dahl[j] = 0.0; }
   const int D = job->sp_dim;
   const int hist = job->delay + 1;
   double* cmd_hist = (double*)calloc((size_t)hist * nv, sizeof(double));
@@ -232,6 +303,8 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
 
   for (int64_t k = k0; k <= k_last; k++) {
     if (stribeck) set_friction(m, job, d);
+    if (law == FRIC_LOAD)  /* the rows exist: the budget after the controller overwrites them */
+      for (int j = 0; j < nv; j++) m->dof_frictionloss[j] = job->friction[j] > LOAD_BUDGET_FLOOR ? job->friction[j] : LOAD_BUDGET_FLOOR;
     mj_step1(m, d);
     /* controller: setpoint active at k (joint_pd: target delayed by d ticks) */
     if (!torque_mode) sp_cur = active_setpoint(job, k, sp_cur);
@@ -294,11 +367,18 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
       s++;
     }
     if (k == k_last) break;
+    /* the force laws' torque of this tick (held over its substeps); the load law's budget from its torques */
+    if (law == FRIC_SIGMOID) sigmoid_force(job, d, nv, fric_f);
+    if (law == FRIC_DAHL) {
+      for (int j = 0; j < nv; j++) fric_f[j] = -dahl[j];
+      dahl_step(job, d, nv, job->tick_s, dahl);
+    }
+    if (law == FRIC_LOAD) load_budget(m, d, job, applied);
     if (job->disturbance) {
       const double* w = job->disturbance + (size_t)(k - k0) * nv;
-      for (int j = 0; j < nv; j++) d->qfrc_applied[j] = applied[j] + w[j];
+      for (int j = 0; j < nv; j++) d->qfrc_applied[j] = applied[j] + w[j] + fric_f[j];
     } else {
-      for (int j = 0; j < nv; j++) d->qfrc_applied[j] = applied[j];
+      for (int j = 0; j < nv; j++) d->qfrc_applied[j] = applied[j] + fric_f[j];
     }
     mj_step2(m, d);
     for (int sub = 1; sub < job->substeps; sub++) {
@@ -312,7 +392,7 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
       break;
     }
   }
-  if (stribeck) for (int j = 0; j < nv; j++) m->dof_frictionloss[j] = job->friction[j];
+  if (law != FRIC_COULOMB) for (int j = 0; j < nv; j++) m->dof_frictionloss[j] = job->friction[j];
   free(cmd_hist);
   free(jac);
   return ret;
