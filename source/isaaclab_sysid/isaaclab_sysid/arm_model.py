@@ -12,7 +12,13 @@ import numpy as np
 from isaaclab_sysid.data import Run
 from isaaclab_sysid.robots.regressor import Regressor, RegressorOptions
 from isaaclab_sysid.robots import LinkInertial, Robot
-from isaaclab_sysid.robots.overrides import InertialError, engine_ready, engine_violation, principal_moments
+from isaaclab_sysid.robots.overrides import (
+    InertialError,
+    engine_ready,
+    engine_violation,
+    inertial_violation,
+    principal_moments,
+)
 
 
 def gravity_in_signal(run: Run, signal: str) -> bool:
@@ -111,8 +117,24 @@ def with_body_inertials(robot: Robot, bodies: dict[str, LinkInertial]) -> Robot:
             :func:`~isaaclab_sysid.robots.overrides.engine_violation`), naming the link and its principal
             moments; when ``bodies`` came from :func:`~isaaclab_sysid.robots.identified.load_nominal`, the file too.
     """
+    check_bodies(robot, bodies)
+    return robot.with_inertials(link_overrides(robot, bodies))
+
+
+def check_bodies(robot: Robot, bodies: dict[str, LinkInertial]) -> None:
+    """The readers' check of body inertials for ``robot`` (what :func:`with_body_inertials` and every writer of
+    ``nominal_inertials.json`` apply): every body physical and every link override derived from it inside the one
+    rule with the engines' margin (:func:`~isaaclab_sysid.robots.overrides.inertial_violation`).
+
+    Raises:
+        InertialError: naming the file (``bodies.source`` where set), the link and what breaks the rule.
+    """
     source = getattr(bodies, "source", None)
     where = f"{source}: " if source is not None else ""
+    for n, li in bodies.items():
+        why = inertial_violation(li, engine_margin=False)
+        if why is not None:
+            raise InertialError(f"{where}{n}: not physical: {why}")
     try:
         out = link_overrides(robot, bodies)
     except InertialError as exc:
@@ -120,9 +142,8 @@ def with_body_inertials(robot: Robot, bodies: dict[str, LinkInertial]) -> Robot:
     for n, li in out.items():
         why = engine_violation(li)
         if why is not None:
-            raise InertialError(f"{where}{_body_words(n, robot)}: {why}; rewrite the file with "
-                                "scripts/identify_rigid_body.py (it enforces the margin)")
-    return robot.with_inertials(out)
+            raise InertialError(f"{where}{_body_words(n, robot)}: {why}; identify_rigid_body.py writes only links "
+                                "that pass this rule: this file was written otherwise (by hand or an older version)")
 
 
 def engine_ready_bodies(robot: Robot, bodies: dict[str, LinkInertial]) -> tuple[dict[str, LinkInertial], list[str]]:
@@ -149,3 +170,50 @@ def engine_ready_bodies(robot: Robot, bodies: dict[str, LinkInertial]) -> tuple[
         notes.append(f"{_body_words(n, robot)}: {why}; raised to {ev[0]:.6g} {ev[1]:.6g} {ev[2]:.6g} kg m^2 "
                      "(mass, centre of mass and axes kept)")
     return out, notes
+
+
+class NominalRefused(InertialError):
+    """The identified body inertials cannot be made into links any engine builds (a body lighter than its fixed
+    children): no ``nominal_inertials.json`` is written; the message says why and what to change (never to rerun
+    the same writer)."""
+
+
+def write_nominal(path, robot: Robot, bodies: dict[str, LinkInertial], meta: dict | None = None,
+                  verdict: dict | None = None) -> tuple["Path", list[str]]:
+    """The one writer of ``nominal_inertials.json`` from identified body inertials: each body made engine-ready
+    (:func:`engine_ready_bodies`), then checked with the readers' own check (:func:`check_bodies`), then written
+    (:func:`~isaaclab_sysid.robots.identified.save_nominal`). Whatever it writes, every reader accepts.
+
+    Returns:
+        (the path, one note per link raised to the engines' margin).
+    Raises:
+        NominalRefused: a body lighter than its fixed children (no file written; a stale one at ``path`` is
+            removed so that no reader picks it up), naming the body, both masses and what the arm must be said
+            to carry.
+    """
+    from pathlib import Path
+
+    from isaaclab_sysid.robots.identified import save_nominal
+
+    path = Path(path)
+    try:
+        ready, notes = engine_ready_bodies(robot, bodies)
+        check_bodies(robot, ready)
+    except InertialError as exc:
+        path.unlink(missing_ok=True)
+        raise NominalRefused(f"{path.name} not written: {exc}. {carried_hint(robot)}") from None
+    if notes:
+        meta = {**(meta or {}), "engine_adjustments": notes}
+    return save_nominal(path, ready, meta=meta, verdict=verdict), notes
+
+
+def carried_hint(robot: Robot) -> str:
+    """What to change when a body comes out lighter than the fixed children the config gives it: the end effector
+    the config says the arm carries, and the configs of the same arm that carry something else."""
+    from isaaclab_sysid.robots.config import arm_variants
+
+    others = [c for c in arm_variants(robot.config) if c != robot.config.source]
+    alt = ", ".join(f"--robot {p.stem}" for p in others)
+    return (f"The config {robot.name} says the arm carries {robot.config.end_effector}; state what it carries"
+            + (f" ({alt}, or a config with its tool: docs/rigid_body.md)" if alt else
+               " (a config with its tool: docs/rigid_body.md)"))

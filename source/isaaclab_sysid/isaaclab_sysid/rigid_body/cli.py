@@ -42,7 +42,7 @@ from isaaclab_sysid.data.formats.ur10e import (
 )
 from isaaclab_sysid.rigid_body.writers import OutputFiles, nominal_verdict, verdict_lines, write_identification
 from isaaclab_sysid.robots import Robot, load_robot
-from isaaclab_sysid.robots.config import RobotConfigError
+from isaaclab_sysid.robots.config import RobotConfigError, load_robot_config
 
 #: Output signals of --runs.
 RUN_SIGNALS = ("tau_J", "tau")
@@ -217,11 +217,13 @@ def prepare_runs(args: IdentifyArgs) -> Prepared:
         raise RigidBodyError(str(exc)) from None
     for r in ident_runs + held_runs:
         require(r.n_dof == robot.n_dof, f"run {r.name} has {r.n_dof} joints, robot {robot.name} has {robot.n_dof}")
-        require(r.meta.robot == robot.name, f"--robot {args.robot} (config {robot.name}) contradicts {_file(r)}: "
-                f"sidecar robot {r.meta.robot}; drop --robot (the sidecar's is used) or fix the sidecar")
+        require(same_arm(r.meta.robot, robot), f"--robot {args.robot} (config {robot.name}, arm {robot.config.arm}) "
+                f"contradicts {_file(r)}: sidecar robot {r.meta.robot}; drop --robot (the sidecar's is used) or fix "
+                "the sidecar")
         period = 1.0 / r.meta.log_rate_hz
         require(args.dt >= period * (1 - 1e-9), f"--dt {args.dt:g} s is finer than {_file(r)}: sidecar log_rate_hz "
                 f"{r.meta.log_rate_hz:g} ({period:g} s rows); give --dt {period:g} or coarser")
+    print(robot.arm_line() + carried_source(args.robot, ident_runs + held_runs, robot))
     gravity, why = resolve_gravity(args, ident_runs + held_runs)
     print(f"{args.signal} {'includes' if gravity else 'excludes'} gravity: {why}")
     reg = Regressor(robot, RegressorOptions(coulomb_deadband=args.coulomb_deadband, gravity=gravity))
@@ -234,6 +236,25 @@ def prepare_runs(args: IdentifyArgs) -> Prepared:
         raise RigidBodyError(str(exc)) from None
     data = IdentificationData(reg, ident, valid, signal=args.signal, unit="N m", instruments=instruments)
     return Prepared(data, time.perf_counter() - t0, {"gravity_in_signal": why})
+
+
+def same_arm(sidecar_robot: str, robot: Robot) -> bool:
+    """Whether a run's sidecar ``robot`` names a config of ``robot``'s arm (whatever each says it carries)."""
+    if sidecar_robot == robot.name:
+        return True
+    try:
+        return load_robot_config(sidecar_robot).arm == robot.config.arm
+    except RobotConfigError:
+        return False
+
+
+def carried_source(flag: str | None, runs: list, robot: Robot) -> str:
+    """Where the end effector comes from, appended to :meth:`Robot.arm_line`."""
+    names = sorted({r.meta.robot for r in runs})
+    if flag:
+        return f" (--robot {flag}; the runs' sidecars name {', '.join(names)})" if names != [robot.name] else \
+            f" (--robot {flag})"
+    return " (the runs' sidecars; --robot <config> states another end effector)"
 
 
 def _file(run) -> str:

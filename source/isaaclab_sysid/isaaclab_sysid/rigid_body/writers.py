@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.arm_model import engine_ready_bodies
-from isaaclab_sysid.robots.identified import ADMIT_FLAG, inertials_to_dict, save_nominal, write_rb_params
+from isaaclab_sysid.arm_model import NominalRefused, write_nominal
+from isaaclab_sysid.robots.identified import ADMIT_FLAG, inertials_to_dict, write_rb_params
 from isaaclab_sysid.rigid_body.pipeline import RigidBodyIdentification
 from isaaclab_sysid.rigid_body.report import plot_run, report_sections, write_report
 from isaaclab_sysid.robots import LinkInertial
@@ -35,20 +35,23 @@ class OutputFiles:
     """Where :func:`write_identification` wrote its files.
 
     Attributes:
-        rb_params: ``rb_params.json``; nominal: ``nominal_inertials.json``; report: ``report.md``.
+        rb_params: ``rb_params.json``; nominal: ``nominal_inertials.json`` (None when refused); report: ``report.md``.
         plots: the PNGs, relative to the output folder.
         engine_notes: one line per link whose inertia was raised to the engines' margin (:func:`write_identification`).
+        nominal_refused: why no ``nominal_inertials.json`` was written (a body lighter than its fixed children), or None.
     """
 
     rb_params: Path
-    nominal: Path
+    nominal: Path | None
     report: Path
     plots: tuple[str, ...] = ()
     engine_notes: tuple[str, ...] = ()
+    nominal_refused: str | None = None
 
     def named(self) -> dict[str, Path]:
-        """name -> path of the three result files (the order the CLI prints them)."""
-        return {"rb_params": self.rb_params, "nominal": self.nominal, "report": self.report}
+        """name -> path of the result files written (the order the CLI prints them)."""
+        out = {"rb_params": self.rb_params, "nominal": self.nominal, "report": self.report}
+        return {k: v for k, v in out.items() if v is not None}
 
 
 #: The SDP set is rejected when its consistency test with the LS estimate gives a p-value below this.
@@ -108,26 +111,41 @@ def write_identification(res: RigidBodyIdentification, out_dir: str | Path, verd
     out.mkdir(parents=True, exist_ok=True)
     verdict = nominal_verdict(res) if verdict is None else verdict
     pngs = write_plots(res, out) if res.options.plots else []
-    inertials, notes = engine_ready_bodies(res.regressor.robot, res.regressor.link_inertials(res.reconstruction.pi))
-    meta = {"source": "rigid_body SDP", "robot": res.regressor.robot.name}
-    if notes:
-        meta["engine_adjustments"] = notes
-    nominal = save_nominal(out / "nominal_inertials.json", inertials, meta=meta, verdict=verdict)
+    robot, bodies = res.regressor.robot, res.regressor.link_inertials(res.reconstruction.pi)
+    meta = {"source": "rigid_body SDP", "robot": robot.name, "carries": robot.carries}
+    try:
+        nominal, notes = write_nominal(out / "nominal_inertials.json", robot, bodies, meta=meta, verdict=verdict)
+        inertials, refused = load_written(nominal), None
+    except NominalRefused as exc:
+        nominal, notes, inertials, refused = None, [], None, str(exc)
     body = rb_params_body(res, inertials)
     body["verdict"] = verdict
-    if notes:
+    if refused is not None:
+        body["link_inertials"] = None
+        body["link_inertials_refused"] = refused
+    elif notes:
         body["link_inertials"]["engine_adjustments"] = notes
     rb_params = write_rb_params(out / "rb_params.json", body)
     report = write_report(out / "report.md", report_sections(res, pngs))
-    return OutputFiles(rb_params, nominal, report, tuple(pngs), tuple(notes))
+    return OutputFiles(rb_params, nominal, report, tuple(pngs), tuple(notes), refused)
+
+
+def load_written(path: Path) -> dict[str, LinkInertial]:
+    """The bodies as written (read back by the readers' own reader, whatever the verdict)."""
+    from isaaclab_sysid.robots.identified import load_nominal
+
+    return dict(load_nominal(path, admit_rejected=True))
 
 
 def verdict_lines(verdict: dict, files: OutputFiles) -> list[str]:
     """The verdict as printed: one line, then the likely causes when the estimate is rejected."""
+    refused = [f"no nominal_inertials.json: {files.nominal_refused}"] if files.nominal_refused else []
     if verdict["usable"]:
-        return [f"verdict: usable. {verdict['test']}"]
-    return [f"verdict: REJECTED: {verdict['reason']}. {files.nominal} is marked not to be used (--nominal refuses it "
-            f"unless {ADMIT_FLAG}). Likely causes:"] + [f"  - {c}" for c in verdict["likely_causes"]]
+        return [f"verdict: usable. {verdict['test']}"] + refused
+    where = (f"{files.nominal} is marked not to be used (--nominal refuses it unless {ADMIT_FLAG})"
+             if files.nominal is not None else "no nominal_inertials.json was written")
+    return [f"verdict: REJECTED: {verdict['reason']}. {where}. Likely causes (the first the evidence supports most):"
+            ] + [f"  - {c}" for c in verdict["likely_causes"]] + refused
 
 
 def write_plots(res: RigidBodyIdentification, out: Path) -> list[str]:
@@ -168,13 +186,15 @@ def _base_parameters_entry(res: RigidBodyIdentification) -> dict:
     }
 
 
-def rb_params_body(res: RigidBodyIdentification, inertials: dict[str, LinkInertial]) -> dict:
+def rb_params_body(res: RigidBodyIdentification, inertials: dict[str, LinkInertial] | None) -> dict:
     """The body of ``rb_params.json`` (schema tag added by :func:`write_rb_params`);
-    ``inertials`` are the reconstruction's link inertials (``Regressor.link_inertials``)."""
+    ``inertials`` are the reconstruction's link inertials as written to ``nominal_inertials.json`` (None: refused)."""
     reg, fit, rec, opt, data = res.regressor, res.fit, res.reconstruction, res.options, res.data
     dg = data.drive_gains
     return {
         "robot": reg.robot.name,
+        "robot_config": None if reg.robot.config.source is None else str(reg.robot.config.source),
+        "carries": reg.robot.carries,
         "output": _output_entry(res),
         "drive_gain_identification": dg.summary() if dg is not None else None,
         "regressor": {"param_names": reg.param_names, "options": asdict(reg.options)},
@@ -191,7 +211,7 @@ def rb_params_body(res: RigidBodyIdentification, inertials: dict[str, LinkInerti
             "standard": dict(zip(reg.param_names, rec.pi.tolist())),
         },
         "audit_reconstructed": res.audit_reconstructed.summary(),
-        "link_inertials": {"links": inertials_to_dict(inertials)["links"]},
+        "link_inertials": None if inertials is None else {"links": inertials_to_dict(inertials)["links"]},
         "validation": {
             "rmse_per_run": res.heldout.per_run,
             "rmse_pooled": res.heldout.pooled,

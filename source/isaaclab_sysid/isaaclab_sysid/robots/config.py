@@ -34,6 +34,11 @@ class RobotConfig:
             [kg m^2], the fit's default armature bound, or None (the group's generic default).
         armature_max_source: where ``armature_max`` comes from (data sheet or the rule), said in reports.
         source: the config file this came from.
+        arm: the arm this config describes, whatever it carries (a run's sidecar ``robot`` may name any config of
+            the same arm: ``franka_panda`` and ``franka_panda_nohand`` are both the arm ``franka_panda``).
+        end_effector: what the arm carries at its flange, in words (printed by every stage that builds the arm).
+        remove_links: links removed from the URDF with everything below them (e.g. the Franka's hand and fingers).
+        tool: a tool stated as mass, centre of mass and inertia at a link (the flange), or None.
     """
 
     name: str
@@ -49,6 +54,117 @@ class RobotConfig:
     armature_max: tuple[float, ...] | None = None
     armature_max_source: str | None = None
     source: Path | None = None
+    arm: str = ""
+    end_effector: str = "as in the URDF"
+    remove_links: tuple[str, ...] = ()
+    tool: "Tool | None" = None
+
+    def __post_init__(self) -> None:
+        if not self.arm:
+            object.__setattr__(self, "arm", self.name)
+
+    @property
+    def carries(self) -> str:
+        """What the arm carries, in one line: the end effector, and the tool where one is stated."""
+        return self.end_effector + (f"; tool {self.tool.words()}" if self.tool is not None else "")
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool rigidly fixed to a link (the flange), stated by its inertials (``[tool]`` of a robot config).
+
+    Attributes:
+        mass: [kg].
+        com: (3,) centre of mass in the ``link`` frame [m].
+        inertia: (3, 3) inertia about the centre of mass, ``link``-frame axes [kg m^2].
+        link: the link it is fixed to.
+        name: the URDF link the tool becomes.
+    """
+
+    mass: float
+    com: tuple[float, float, float]
+    inertia: tuple[tuple[float, float, float], ...]
+    link: str
+    name: str = "sysid_tool"
+
+    def words(self) -> str:
+        c = ", ".join(f"{v:g}" for v in self.com)
+        ev = sorted(float(v) for v in __import__("numpy").linalg.eigvalsh(self.inertia))
+        return (f"{self.mass:g} kg at [{c}] m in {self.link}, principal moments "
+                + " ".join(f"{v:.3g}" for v in ev) + " kg m^2")
+
+
+def _tool(raw: dict, path: Path, default_link: str) -> Tool:
+    """``[tool]``: mass [kg], com (3) [m], inertia: 3 (principal, about the com, link axes), 6
+    (ixx iyy izz ixy ixz iyz) or 3x3 [kg m^2]; link (default the config's ee_link)."""
+    import numpy as np
+
+    from isaaclab_sysid.robots.overrides import LinkInertial, inertial_violation
+
+    try:
+        mass = float(raw["mass"])
+        com = tuple(float(v) for v in raw.get("com", (0.0, 0.0, 0.0)))
+        i = np.asarray(raw.get("inertia", (0.0, 0.0, 0.0)), dtype=float)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RobotConfigError(f"{path}: [tool] needs mass [kg], com (3) [m] and inertia [kg m^2]: {exc}") from None
+    if i.shape == (3,):
+        i = np.diag(i)
+    elif i.shape == (6,):
+        xx, yy, zz, xy, xz, yz = i
+        i = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    if i.shape != (3, 3) or len(com) != 3:
+        raise RobotConfigError(f"{path}: [tool] com must have 3 entries and inertia 3, 6 or 3x3")
+    why = inertial_violation(LinkInertial(mass, np.asarray(com), i), engine_margin=True)
+    if why is not None:
+        raise RobotConfigError(f"{path}: [tool] is not a body the replay engines build: {why} (a point mass: give "
+                               "small principal moments, e.g. the tool's size squared x its mass / 10)")
+    return Tool(mass, com, tuple(tuple(float(v) for v in row) for row in i),  # type: ignore[arg-type]
+                str(raw.get("link", default_link)), str(raw.get("name", "sysid_tool")))
+
+
+def _raw_config(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """The TOML of ``path``, with ``extends = "<config>"`` resolved (the base's keys, this file's on top; the
+    base's ``urdf`` resolved against the base's folder)."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise RobotConfigError(f"{path}: {exc}") from None
+    if "extends" not in raw:
+        return raw
+    raw.setdefault("name", path.stem)
+    base_path = _config_path(str(raw.pop("extends")), path.parent)
+    if base_path.resolve() in seen:
+        raise RobotConfigError(f"{path}: 'extends' loops back to {base_path}")
+    base = _raw_config(base_path, (*seen, path.resolve()))
+    if "urdf" in base and not str(base["urdf"]).startswith("example-robot-data:"):
+        base["urdf"] = str(_resolve_urdf(str(base["urdf"]), base_path))
+    if "arm" not in raw:
+        base.setdefault("arm", base.get("name"))
+    return {**base, **raw}
+
+
+def _config_path(name_or_path: str | Path, folder: Path | None = None) -> Path:
+    path = Path(name_or_path)
+    if path.suffix != ".toml":
+        return ROBOT_CONFIGS_DIR / f"{name_or_path}.toml"
+    if not path.is_absolute() and folder is not None and not path.is_file():
+        path = folder / path
+    if not path.is_file():
+        raise RobotConfigError(f"robot config '{name_or_path}' not found")
+    return path
+
+
+def arm_variants(config: RobotConfig) -> list[Path]:
+    """The configs under ``configs/robots/`` of the same arm as ``config`` (its own included), by name."""
+    out = []
+    for p in sorted(ROBOT_CONFIGS_DIR.glob("*.toml")):
+        try:
+            raw = _raw_config(p)
+        except RobotConfigError:
+            continue
+        if str(raw.get("arm", raw.get("name"))) == config.arm:
+            out.append(p)
+    return out
 
 
 def _resolve_urdf(spec: str, config_file: Path) -> Path:
@@ -74,16 +190,11 @@ def _resolve_urdf(spec: str, config_file: Path) -> Path:
 
 def load_robot_config(name_or_path: str | Path) -> RobotConfig:
     """Load a robot config by name (``configs/robots/<name>.toml``) or by file path."""
-    path = Path(name_or_path)
-    if path.suffix != ".toml":
-        path = ROBOT_CONFIGS_DIR / f"{name_or_path}.toml"
+    path = _config_path(name_or_path) if Path(name_or_path).suffix != ".toml" else Path(name_or_path)
     if not path.is_file():
         known = sorted(p.stem for p in ROBOT_CONFIGS_DIR.glob("*.toml"))
         raise RobotConfigError(f"robot config '{name_or_path}' not found (known: {', '.join(known)})")
-    try:
-        raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise RobotConfigError(f"{path}: {exc}") from None
+    raw = _raw_config(path)
     for key in ("name", "urdf", "base_link", "joints", "ee_link"):
         if key not in raw:
             raise RobotConfigError(f"{path}: missing key '{key}'")
@@ -122,4 +233,8 @@ def load_robot_config(name_or_path: str | Path) -> RobotConfig:
         armature_max=arm_max,
         armature_max_source=None if arm_src is None else str(arm_src),
         source=path,
+        arm=str(raw.get("arm", raw["name"])),
+        end_effector=str(raw.get("end_effector", "as in the URDF")),
+        remove_links=tuple(str(v) for v in raw.get("remove_links", ())),
+        tool=None if "tool" not in raw else _tool(dict(raw["tool"]), path, str(raw["ee_link"])),
     )

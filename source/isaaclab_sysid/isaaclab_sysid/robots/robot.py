@@ -98,6 +98,28 @@ class Robot:
         """The EE point every builder uses, in words: ``"<ee_link> + [x, y, z] m"`` (the config's ``ee_offset``)."""
         return f"{self.config.ee_link} + [{', '.join(f'{v:g}' for v in self.config.ee_offset)}] m"
 
+    @property
+    def carries(self) -> str:
+        """What the arm carries at its flange, in words (the config's ``end_effector`` and ``[tool]``): every stage
+        that builds the arm prints it (:meth:`arm_line`)."""
+        return self.config.carries
+
+    def arm_line(self) -> str:
+        """``robot <name> (<config file>): carries <what>``: the line each stage that builds the arm prints."""
+        src = f" ({self.config.source})" if self.config.source is not None else ""
+        return f"robot {self.name}{src}: carries {self.carries}"
+
+    def with_tool(self, tool: LinkInertial | None, link: str | None = None) -> "Robot":
+        """A copy that carries ``tool`` (inertials in the ``link`` frame, default the EE link), or no stated tool."""
+        from isaaclab_sysid.robots.config import Tool
+
+        if tool is None:
+            return Robot(replace(self.config, tool=None), dict(self.link_inertials))
+        t = Tool(float(tool.mass), tuple(float(v) for v in tool.com),  # type: ignore[arg-type]
+                 tuple(tuple(float(v) for v in row) for row in np.asarray(tool.inertia)),
+                 link or self.config.ee_link)
+        return Robot(replace(self.config, tool=t), dict(self.link_inertials))
+
     def with_real_controller(
         self,
         ee_offset: Sequence[float] | None = None,

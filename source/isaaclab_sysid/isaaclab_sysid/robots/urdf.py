@@ -70,6 +70,53 @@ def _set_inertial(link: ET.Element, inertial: LinkInertial) -> None:
     )
 
 
+def _remove_subtrees(root: ET.Element, config: RobotConfig) -> set[str]:
+    """Remove ``config.remove_links`` and every link below them, with the joints into them; returns the names."""
+    if not config.remove_links:
+        return set()
+    names = {el.get("name") for el in root.findall("link")}
+    for name in config.remove_links:
+        if name not in names:
+            raise RobotConfigError(f"{config.source}: remove_links: '{name}' is not a link of {config.urdf_path}")
+    children: dict[str, list[tuple[ET.Element, str]]] = {}
+    for joint in root.findall("joint"):
+        children.setdefault(joint.find("parent").get("link"), []).append((joint, joint.find("child").get("link")))
+    removed: set[str] = set()
+    stack = list(config.remove_links)
+    while stack:
+        name = stack.pop()
+        if name in removed:
+            continue
+        removed.add(name)
+        stack.extend(child for _, child in children.get(name, ()))
+    for joint in root.findall("joint"):
+        if joint.find("child").get("link") in removed:
+            if joint.get("name") in config.joints:
+                raise RobotConfigError(f"{config.source}: remove_links removes the actuated joint '{joint.get('name')}'")
+            root.remove(joint)
+    for link in root.findall("link"):
+        if link.get("name") in removed:
+            root.remove(link)
+    if config.ee_link in removed:
+        raise RobotConfigError(f"{config.source}: ee_link '{config.ee_link}' is removed by remove_links")
+    return removed
+
+
+def _add_tool(root: ET.Element, config: RobotConfig, links: dict[str, ET.Element]) -> None:
+    """The stated tool as a link fixed to ``tool.link`` (link frame = that link's frame; its inertial as stated)."""
+    tool = config.tool
+    if tool.link not in links:
+        raise RobotConfigError(f"{config.source}: [tool] link '{tool.link}' is not a link of the arm")
+    if tool.name in links:
+        raise RobotConfigError(f"{config.source}: [tool] name '{tool.name}' is already a link")
+    link = ET.SubElement(root, "link", name=tool.name)
+    _set_inertial(link, LinkInertial(mass=tool.mass, com=np.asarray(tool.com), inertia=np.asarray(tool.inertia)))
+    joint = ET.SubElement(root, "joint", name=f"{tool.name}_joint", type="fixed")
+    ET.SubElement(joint, "origin", xyz="0 0 0", rpy="0 0 0")
+    ET.SubElement(joint, "parent", link=tool.link)
+    ET.SubElement(joint, "child", link=tool.name)
+
+
 def reduced_urdf(
     config: RobotConfig,
     link_inertials: Mapping[str, LinkInertial] | None = None,
@@ -92,11 +139,18 @@ def reduced_urdf(
         for tag in _DROP_TAGS:
             for el in link.findall(tag):
                 link.remove(el)
+    removed = _remove_subtrees(root, config)
+    links = {n: el for n, el in links.items() if n not in removed}
     joints = {el.get("name"): el for el in root.findall("joint")}
+    if config.tool is not None:
+        _add_tool(root, config, links)
+        links[config.tool.name] = root.findall("link")[-1]
     for name in config.joints:
         if name not in joints:
             raise RobotConfigError(f"{config.source}: joint '{name}' is not in {config.urdf_path}")
     for name, value in config.locked_joints.items():
+        if name not in joints and removed:
+            continue  # a joint below a removed link (the Franka's fingers without the hand)
         if name not in joints:
             raise RobotConfigError(f"{config.source}: locked joint '{name}' is not in {config.urdf_path}")
         _lock_joint(joints[name], value)

@@ -137,6 +137,7 @@ def main_from_args(args: RefineArgs, log=print) -> int:  # noqa: ANN001 - a prin
         runs = read_runs(list(args.runs))
         heldout = read_runs(list(args.heldout))
         robot = load_robot(robot_of(runs + heldout, args.robot))
+        log(robot.arm_line())
         start = load_rigid_body(args.rb_params, robot)
         if args.joint_fit is not None:
             joints = joint_start_from_fit(args.joint_fit, robot.joint_names, args.delay)
@@ -158,7 +159,13 @@ def main_from_args(args: RefineArgs, log=print) -> int:  # noqa: ANN001 - a prin
         scores = score_stages(obj, result, heldout)
     finally:
         obj.close()
-    paths = write_clie(args.out, obj, result, scores)
+    from isaaclab_sysid.robots.overrides import InertialError
+
+    try:
+        paths = write_clie(args.out, obj, result, scores)
+    except InertialError as exc:  # a body lighter than its fixed children: no file, the cause said
+        log(f"error: {exc}")
+        return 2
     print_summary(obj, result, scores, paths, log)
     return 0
 

@@ -69,7 +69,7 @@ def write_clie(out_dir: str | Path, obj: ClieObjective, result: ClieResult,
                scores: StageScores | None) -> dict[str, Path]:
     """Write ``clie.json``, ``nominal_inertials.json`` (the accepted set: ``--nominal`` of the joint fit)
     and ``fit_seed.json`` (the accepted joint terms and the delay: its ``--x0``) atomically."""
-    from isaaclab_sysid.robots.identified import save_nominal
+    from isaaclab_sysid.arm_model import write_nominal
     from isaaclab_sysid.utils.atomic import atomic_write_json
 
     out = Path(out_dir)
@@ -77,8 +77,9 @@ def write_clie(out_dir: str | Path, obj: ClieObjective, result: ClieResult,
     src = "CLIE refinement" if result.accepted else f"SDP set (CLIE not accepted: {result.reason})"
     paths = {
         "clie": atomic_write_json(out / "clie.json", clie_body(obj, result, scores)),
-        "nominal": save_nominal(out / "nominal_inertials.json", obj.reg.link_inertials(result.pi_accepted),
-                                meta={"source": src}),
+        # the one writer: engine-ready links, checked by the readers' own check (arm_model.write_nominal)
+        "nominal": write_nominal(out / "nominal_inertials.json", obj.reg.robot, obj.reg.link_inertials(result.pi_accepted),
+                                 meta={"source": src, "robot": obj.reg.robot.name, "carries": obj.reg.robot.carries})[0],
     }
     ja = result.joint_accepted
     seed = {"best_params_decoded": {**{g: ja[g].tolist() for g in JOINT_GROUPS}, "motor_delay_steps": result.delay},
