@@ -5,6 +5,7 @@ A bad flag or file stops with one line ``error: ...`` and exit status 2.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,7 +116,7 @@ def run_fit(args: FitArgs) -> int:
         est = identify_contact(robot, runs, opts)
         policy = parse_policy(args.policy, [iv.label for iv in est.intervals], REQUIRED, args.use) if args.policy else None
     except ERRORS as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     print_estimate(est)
     out = Path(args.out)
@@ -132,7 +133,7 @@ def run_fit(args: FitArgs) -> int:
         exp = build_export(est, policy, inv, args.impedance, args.points,
                            RangePolicy(allowance="none", rel_margin=args.rel_margin), args.damping)
     except ERRORS as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     atomic_write_json(out / "contact_export.json", exp.to_json())
     atomic_write_text(out / "contact_isaaclab.py", isaaclab_module(exp))
@@ -156,7 +157,7 @@ def run_twin(args: TwinArgs) -> int:
             cr = record_contact_run(robot, twin, "impact", v, args.seed * 100 + 50 + i, above=0.02, depth=0.005)
             paths.append(write_contact_run(cr, Path(args.out) / f"{cr.run.name}.csv"))
     except ERRORS as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     atomic_write_json(Path(args.out) / "contact_truth.json", {"stiffness": args.stiffness, "damping": args.damping,
                                                              "law": args.law, "tip_offset": twin.tip_offset.tolist()})

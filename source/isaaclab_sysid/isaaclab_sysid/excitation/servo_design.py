@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.data.run import Run, RunMeta
+from isaaclab_sysid.excitation.limits import DesignLimitError
 from isaaclab_sysid.robots.robot import Robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 
@@ -63,11 +64,11 @@ class ServoDesignSpec:
 
     def __post_init__(self) -> None:
         if not (0 < self.f_min_hz < self.f_max_hz < 0.5 * self.fps):
-            raise ValueError(f"need 0 < f_min_hz < f_max_hz < fps/2 ({0.5 * self.fps:g} Hz)")
+            raise DesignLimitError(f"need 0 < f_min_hz < f_max_hz < fps/2 ({0.5 * self.fps:g} Hz)")
         if not (0 < self.range_frac < 1) or self.speed_max_rad_s <= 0 or self.n_sines < 1:
-            raise ValueError("range_frac in (0, 1), speed_max_rad_s > 0, n_sines >= 1")
+            raise DesignLimitError("range_frac in (0, 1), speed_max_rad_s > 0, n_sines >= 1")
         if self.duration_s <= 2 * self.fade_s:
-            raise ValueError("duration_s must exceed twice fade_s")
+            raise DesignLimitError("duration_s must exceed twice fade_s")
 
 
 def _frequencies(spec: ServoDesignSpec, n: int) -> np.ndarray:
@@ -76,7 +77,7 @@ def _frequencies(spec: ServoDesignSpec, n: int) -> np.ndarray:
     df = 1.0 / spec.duration_s
     ks = np.arange(int(np.ceil(spec.f_min_hz / df)), int(np.floor(spec.f_max_hz / df)) + 1)
     if ks.size < n * spec.n_sines:
-        raise ValueError(f"the band {spec.f_min_hz}-{spec.f_max_hz} Hz holds {ks.size} harmonics of 1/{spec.duration_s:g} s; "
+        raise DesignLimitError(f"the band {spec.f_min_hz}-{spec.f_max_hz} Hz holds {ks.size} harmonics of 1/{spec.duration_s:g} s; "
                          f"{n * spec.n_sines} needed (longer run, wider band or fewer sines)")
     # n * n_sines harmonics log-spaced over the band, dealt to the joints in turn
     pick = np.unique(np.round(np.geomspace(ks[0], ks[-1], 4 * n * spec.n_sines)).astype(int))
@@ -97,7 +98,7 @@ def servo_multisine(robot: Robot, spec: ServoDesignSpec = ServoDesignSpec(), nam
     centre = 0.5 * (lo + hi) if spec.centre is None else np.asarray(spec.centre, dtype=float)
     half = np.minimum(centre - lo, hi - centre)
     if np.any(half <= 0):
-        raise ValueError(f"centre {centre.tolist()} is not inside the limits")
+        raise DesignLimitError(f"centre {centre.tolist()} is not inside the limits")
     freqs = _frequencies(spec, n)
     m = spec.n_sines
     k = np.arange(1, m + 1)

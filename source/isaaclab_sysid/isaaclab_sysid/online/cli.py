@@ -6,6 +6,7 @@ exits 1 when a change larger than the band was flagged (so a script can react), 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -182,7 +183,7 @@ def run_track(args: TrackArgs) -> int:
         results = [track(samples, robot.joint_names, o, topts, starts, theta0) for o in opts]
         truth_model = load_truth(args.truth) if args.truth is not None else None
     except ERRORS as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     truth = truth_model[0].run_truth(results[0].t, truth_model[1]) if truth_model else None
     print(f"friction of {robot.name} over {len(runs)} runs ({results[0].t.size} updates of {args.chunk_s:g} s"
@@ -227,7 +228,7 @@ def run_twin(args: TwinArgs) -> int:
         runs, starts = record_session(robot, twin, args.runs, args.seed, log_rate_hz=1000.0)
         path = write_runs_hdf5(runs, Path(args.out) / "session.h5")
     except ERRORS as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     truth = {k: np.asarray(getattr(twin, k)).tolist() for k in ("cold_friction", "warm_friction", "cold_viscous",
                                                                   "warm_viscous", "armature")}

@@ -7,6 +7,7 @@ the expected one prints the wrong-part message and exits 3 without exporting (un
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -139,7 +140,7 @@ def run_design(args: DesignArgs) -> int:
         robot = load_robot(args.robot)
         d = design_poses(robot, args.options)
     except ERRORS as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"payload pose design on {robot.name}: {len(d.poses)} poses, condition number {d.cond:.3g} "
           f"(mass in {args.options.mass_scale:g} kg, centre in {args.options.length_scale:g} m)")
@@ -210,7 +211,7 @@ def run_fit(args: FitArgs) -> int:
         if labels_needed:
             policy = parse_policy(args.policy, [iv.label for iv in est.intervals], REQUIRED, args.use)
     except ERRORS as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     print_estimate(est)
     out = Path(args.out)
@@ -233,7 +234,7 @@ def run_fit(args: FitArgs) -> int:
         exp = build_export(est, policy, args.attach_body or model.link, attach,
                            RangePolicy(allowance="none", rel_margin=args.rel_margin), args.mc_samples, args.seed)
     except ERRORS as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     atomic_write_json(out / "payload_export.json", exp.to_json())
     atomic_write_text(out / "payload_isaaclab.py", isaaclab_module(exp, args.asset_name))
@@ -261,7 +262,7 @@ def run_twin(args: TwinArgs) -> int:
                                         args.seed + 1, "payload_motion")
         paths = [write_run(r, Path(args.out) / f"{r.name}.csv")[0] for r in runs]
     except ERRORS as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     truth = {"mass": args.mass, "com": list(args.com), "inertia_diag": list(args.inertia_diag),
              "link": robot.link_names[-1], "arm_seed": twin.arm_seed,
