@@ -162,3 +162,23 @@ def test_backends_without_a_law_refuse_it_in_one_line():
         with pytest.raises(UnsupportedParameterError) as exc:
             check_supported(law_batch(name), backend.IsaacLabBackend.supported_groups, "isaaclab")
         assert "\n" not in str(exc.value) and "cannot represent" in str(exc.value)
+
+
+def test_exports_refuse_a_law_they_would_reduce():
+    """What is fitted is what the simulator runs: an export that cannot apply the fitted law refuses, one line."""
+    from isaaclab_sysid.export.build import ExportError, check_exported_law
+    from isaaclab_sysid.fit.param_space import ParamSpace
+
+    def space(*groups):
+        return ParamSpace.from_bounds({g: (0.0, 1.0) if g != "sigmoid_slope" else (1.0, 10.0) for g in groups}, N)
+
+    for target in ("isaaclab", "mjcf"):
+        check_exported_law(space("armature", "friction", "viscous"), target)
+        check_exported_law(space("armature", "mu_static", "dynamic_ratio"), target)
+        for groups, law in ((("sigmoid_amplitude", "sigmoid_slope"), "sigmoid"),
+                            (("friction", "load_friction_motor"), "load"),
+                            (("friction", "presliding_stiffness"), "dahl"),
+                            (("mu_static", "stribeck_shape"), "Stribeck shape")):
+            with pytest.raises(ExportError, match=law) as exc:
+                check_exported_law(space("armature", *groups), target)
+            assert "\n" not in str(exc.value)

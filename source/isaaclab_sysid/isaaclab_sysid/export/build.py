@@ -26,6 +26,7 @@ from isaaclab_sysid.fit.param_space import GROUPS, ParamSpace
 from isaaclab_sysid.fit.problem import FitProblem, build_problem
 from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 from isaaclab_sysid.robots import Robot, load_robot
+from isaaclab_sysid.sim.friction import law_of_groups
 from isaaclab_sysid.timebase import TICK_S
 from isaaclab_sysid.utils.atomic import atomic_write_text
 from isaaclab_sysid.utils.errors import UserError
@@ -184,6 +185,27 @@ def build_dr_record(result: FitResult, rep: IntervalReport, policy: RangePolicy,
     return record, warns
 
 
+#: the friction laws each export carries exactly as fitted (sim/friction.py); any other is refused, never reduced
+EXPORTED_LAWS = {"isaaclab": ("coulomb", "stribeck"), "mjcf": ("coulomb", "stribeck")}
+
+
+def check_exported_law(space: ParamSpace, target: str) -> None:
+    """Refuse a fit whose friction law the ``target`` export ("isaaclab" or "mjcf") would not run as fitted.
+
+    Raises:
+        ExportError: the law is not one the export writes, or a fitted Stribeck shape exponent (the exports apply
+            exp(-(v/vs)^2)); one line naming the law and what to do.
+    """
+    law = law_of_groups(space.group_names)
+    if law.name not in EXPORTED_LAWS[target]:
+        raise ExportError(f"the fit used the {law.name} friction law, which the {target} export does not apply yet: "
+                          f"the exported model would be a reduced one; refit with the Coulomb or stribeck law to export "
+                          f"(docs/friction.md)")
+    if "stribeck_shape" in space.group_names:
+        raise ExportError(f"the fit's Stribeck shape exponent (stribeck_shape) is not applied by the {target} export, "
+                          f"which writes exp(-(v/vs)^2): refit without stribeck_shape to export (docs/friction.md)")
+
+
 def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: RangePolicy, rb_params: str | None = None,
            asset_name: str = "robot", viscous: str = "independent", physics_dt: float = TICK_S,
            stem: str = "sysid_dr", physics: str = "newton") -> tuple[dict[str, Path], list[str]]:
@@ -192,6 +214,7 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
     Raises:
         ValueError: the fit cannot be written for ``physics`` (e.g. static friction on Newton).
     """
+    check_exported_law(ctx.space, "isaaclab")
     record, warns = build_dr_record(ctx.result, rep, policy, rb_params, str(ctx.fit_dir / RESULT_FILE))
     try:
         effort = servo_effort_limit(ctx)
@@ -268,6 +291,7 @@ def export_mjcf(ctx: FitContext, out_dir: str | Path, tol: float | None = None,
 
     from isaaclab_sysid.export.mjcf import MJCF_TOL_RAD, MjcfError, check_mjcf, fit_rollouts, fitted_joints, write_mjcf
 
+    check_exported_law(ctx.space, "mjcf")
     tol = MJCF_TOL_RAD if tol is None else float(tol)
     problem = ctx.problem()
     robot = problem.robot

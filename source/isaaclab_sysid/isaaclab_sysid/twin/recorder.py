@@ -42,7 +42,7 @@ def dense_run(target: Run) -> Run:
 def twin_backend(robot: Robot, params: TwinParams, warmup_ticks: int = 50) -> MujocoBackend:
     """The replay backend with the twin's friction model, integrator and limits."""
     stribeck = None
-    if params.friction_model == "stribeck":
+    if params.friction_model == "stribeck" and params.law_params is None:
         stribeck = StribeckFriction(np.asarray(params.static_friction), np.asarray(params.stribeck_velocity))
     opts = ReplayOptions(warmup_ticks=warmup_ticks, torque_clamp=params.torque_clamp, slew_limit=params.slew_limit)
     return MujocoBackend(robot, opts, n_threads=1, stribeck=stribeck, substeps=params.substeps)
@@ -50,12 +50,11 @@ def twin_backend(robot: Robot, params: TwinParams, warmup_ticks: int = 50) -> Mu
 
 def true_batch(params: TwinParams) -> CandidateBatch:
     """The twin's true parameters as a one-candidate batch."""
-    return CandidateBatch(
-        armature=np.asarray(params.armature, dtype=float)[None],
-        friction=np.asarray(params.friction, dtype=float)[None],
-        viscous=np.asarray(params.viscous, dtype=float)[None],
-        delay=np.array([int(params.delay)]),
-    )
+    law = params.law_batch()  # the friction law's numbers (Coulomb: friction alone)
+    law.armature = np.asarray(params.armature, dtype=float)[None]
+    law.viscous = np.asarray(params.viscous, dtype=float)[None]
+    law.delay = np.array([int(params.delay)])
+    return law
 
 
 def _quantize(x: np.ndarray, step: float) -> np.ndarray:

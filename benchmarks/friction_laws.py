@@ -1,0 +1,225 @@
+#!/usr/bin/env python
+"""The friction-law family (sim/friction.py, docs/friction.md): replay throughput per law and recovery on twins.
+
+Two measurements, each against a reference measured in the same run:
+
+* **throughput**: env-steps/s of the native MuJoCo loop replaying one 1 kHz task-impedance run for a batch of
+  candidates under each law, as a ratio to the Coulomb law's (the bar: >= 0.9x);
+* **recovery**: for each law, a Franka twin whose hidden friction is that law (1 kHz logs, noise on q and qd,
+  torque noise) is fitted with that law's groups (armature, the law, viscous, delay; Levenberg-Marquardt from the
+  fit's low start), and with the Coulomb set for comparison; the figures are the delay, each group's median
+  relative error against the truth, and the held-out RMS against the noise floor (two twins of the held-out run
+  with different noise seeds).
+
+    python benchmarks/friction_laws.py                    # full size: 8 s fit runs, every law
+    python benchmarks/friction_laws.py --ci --laws sigmoid
+    python benchmarks/friction_laws.py --throughput-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from isaaclab_sysid.evaluate.heldout import evaluate_params
+from isaaclab_sysid.evaluate.metrics import rms_between_runs
+from isaaclab_sysid.fit import LossWeights
+from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.fit.problem import start_point
+from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.robots import load_robot
+from isaaclab_sysid.sim.friction import LAWS, expand_law_aliases
+from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
+from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
+from isaaclab_sysid.twin.params import TwinNoise, TwinParams
+from isaaclab_sysid.twin.recorder import record_twin
+from isaaclab_sysid.twin.targets import Q_READY, pose_offsets, skeleton_run, task_targets
+
+ARMATURE = np.array([0.18, 0.22, 0.12, 0.15, 0.04, 0.06, 0.03])
+VISCOUS = np.array([0.6, 0.9, 0.5, 0.7, 0.2, 0.25, 0.15])
+COULOMB = np.array([0.35, 1.2, 0.6, 0.9, 0.3, 0.35, 0.2])
+DELAY = 2
+NOISE = TwinNoise(q_std=2e-4, dq_std=2e-3, actuator_tau_std=0.02)
+
+#: each law's hidden truth: (the Coulomb level the law reads, its groups)
+TRUTHS: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] = {
+    # the Gaz et al. (RA-L 2019) identification of a real Panda
+    "sigmoid": (np.zeros(7), {
+        "sigmoid_amplitude": np.array([0.546, 0.872, 0.641, 1.279, 0.839, 0.303, 0.565]),
+        "sigmoid_slope": np.array([5.12, 9.07, 10.14, 5.59, 8.35, 17.13, 10.34]),
+        "sigmoid_offset": np.array([0.040, 0.026, -0.046, 0.036, 0.026, -0.021, 0.004])}),
+    "stribeck": (COULOMB, {
+        "mu_static": 1.6 * COULOMB, "dynamic_ratio": np.full(7, 1 / 1.6),
+        "stribeck_velocity": np.full(7, 0.06), "stribeck_shape": np.full(7, 1.3)}),
+    "load": (0.6 * COULOMB, {
+        "load_friction_motor": np.array([0.03, 0.02, 0.04, 0.03, 0.05, 0.04, 0.05]),
+        "load_friction_external": np.array([0.02, 0.03, 0.02, 0.04, 0.03, 0.02, 0.03])}),
+    "dahl": (COULOMB, {"presliding_stiffness": np.array([150.0, 300.0, 200.0, 250.0, 80.0, 100.0, 60.0])}),
+}
+
+
+@dataclass
+class Size:
+    fit_seconds: float
+    heldout_seconds: float
+    refine_iter: int
+    throughput_seconds: float
+    throughput_batch: int
+
+
+FULL = Size(8.0, 8.0, 20, 10.0, 32)
+CI = Size(3.0, 3.0, 6, 2.0, 8)
+
+
+def twin(law: str) -> TwinParams:
+    fc, groups = TRUTHS[law]
+    return TwinParams(robot="franka_panda", armature=ARMATURE, friction=fc, viscous=VISCOUS, delay=DELAY,
+                      friction_model=law, law_params=groups, torque_clamp=False, slew_limit=False, noise=NOISE)
+
+
+def task(robot, kind: str, seconds: float, kp_t: float, kp_r: float, seed: int):
+    pos, quat = robot.ee_pose(Q_READY)
+    t, off = pose_offsets(kind, seconds, 50.0, seed=seed, scale=1.5)
+    x, qu = task_targets(pos, quat, off)
+    kp = np.array([kp_t] * 3 + [kp_r] * 3, dtype=float)
+    return skeleton_run(robot, "task_impedance", t, np.hstack([x, qu]), kp, 2 * np.sqrt(kp), name=f"{kind}_{seed}",
+                        excitation={"kind": kind})
+
+
+def throughput(size: Size, threads: int | None = None) -> dict:
+    """Env-steps/s of each law on one run, and the ratio to Coulomb's, measured in the same run (best of 3)."""
+    robot = load_robot("franka_panda")
+    run = record_twin(robot, task(robot, "multiband", size.throughput_seconds, 200, 20, 1), twin("sigmoid"), seed=0,
+                      log_rate_hz=1000.0)
+    be = MujocoBackend(robot, ReplayOptions(), n_threads=threads)
+    p = size.throughput_batch
+    ticks = (run.n_samples + be.options.warmup_ticks) * p
+    out = {}
+    for law in ("coulomb", *TRUTHS):
+        fc, groups = TRUTHS.get(law, (COULOMB, {}))
+        kw = {g: np.tile(v, (p, 1)) for g, v in groups.items()}
+        if law not in ("sigmoid", "stribeck"):
+            kw["friction"] = np.tile(fc, (p, 1))
+        b = CandidateBatch(armature=np.tile(ARMATURE, (p, 1)), viscous=np.tile(VISCOUS, (p, 1)),
+                           delay=np.full(p, DELAY), **kw)
+        be.rollout(b, [run])  # warm
+        best = min(_timed(lambda: be.rollout(b, [run])) for _ in range(3))
+        out[law] = ticks / best
+    be.close()
+    return {"steps_per_s": out, "ratio_to_coulomb": {k: v / out["coulomb"] for k, v in out.items()},
+            "run_seconds": size.throughput_seconds, "batch": p}
+
+
+def _timed(f) -> float:
+    t0 = time.perf_counter()
+    f()
+    return time.perf_counter() - t0
+
+
+def fit(space: ParamSpace, backend, runs, refine_iter: int):
+    """Levenberg-Marquardt over every delay from the fit's low start; the best result."""
+    obj = ReplayObjective(space, backend, runs)
+    refiner = LMRefiner(obj, RefineSettings(max_iter=refine_iter))
+    state = refiner.start(np.asarray(start_point("low", space)))
+    refiner.run(state)
+    return refiner, state
+
+
+def recover(law: str, size: Size, threads: int | None = None) -> dict:
+    """Fit a twin of ``law`` with that law and with the Coulomb set; errors, delay, held-out against the floor."""
+    robot = load_robot("franka_panda")
+    tp = twin(law)
+    fit_runs = [record_twin(robot, task(robot, "chirp", size.fit_seconds, 200, 20, 1), tp, seed=1, log_rate_hz=1000.0),
+                record_twin(robot, task(robot, "multiband", size.fit_seconds, 200, 20, 5), tp, seed=2,
+                            log_rate_hz=1000.0)]
+    held = task(robot, "multiband", size.heldout_seconds, 500, 30, 7)
+    heldout = record_twin(robot, held, tp, seed=3, log_rate_hz=1000.0)
+    floor = rms_between_runs(heldout, record_twin(robot, held, tp, seed=4, log_rate_hz=1000.0))["q_rms_all_mrad"]
+    backend = MujocoBackend(robot, ReplayOptions(), n_threads=threads)
+    out: dict = {"law": law, "noise_floor_mrad": floor}
+    for label, groups in (("law", expand_law_aliases(["armature", law, "viscous", "delay"])),
+                          ("coulomb", ["armature", "friction", "viscous", "delay"])):
+        space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in groups}, robot.n_dof, robot.joint_names)
+        t0 = time.perf_counter()
+        refiner, state = fit(space, backend, fit_runs, size.refine_iter)
+        best = state.best()
+        dec = space.decode(best.x)
+        result = FitResult.from_search(space, best.x, best.loss, run_names=refiner.objective.run_names,
+                                       weighted_loss=best.contrib, traj_weights=np.asarray(refiner.objective.traj_weights),
+                                       loss_weights=LossWeights(), backend=backend.name, refine=state.summary())
+        ev = evaluate_params(backend, result, [heldout], LossWeights())
+        row = {"wall_s": time.perf_counter() - t0, "delay": int(dec["delay"]),
+               "heldout_q_rms_mrad": ev.fitted[0].q_rms_all_mrad,
+               "heldout_over_floor": ev.fitted[0].q_rms_all_mrad / floor, "loss": float(best.loss)}
+        if label == "law":
+            truth = {"armature": ARMATURE, "viscous": VISCOUS, **TRUTHS[law][1]}
+            if "friction" in groups:
+                truth["friction"] = TRUTHS[law][0]
+            row["median_rel_error"] = {}
+            row["fitted"] = {}
+            for g in groups:
+                if g == "delay":
+                    continue
+                t, f = np.asarray(truth[g], dtype=float), np.asarray(dec[g], dtype=float)
+                row["fitted"][g] = f.tolist()
+                scale = np.where(np.abs(t) > 0, np.abs(t), np.abs(np.asarray(DEFAULT_BOUNDS[g])).max())
+                row["median_rel_error"][g] = float(np.median(np.abs(f - t) / scale))
+        out[label] = row
+    backend.close()
+    return out
+
+
+def report(out: dict) -> str:
+    lines = []
+    if "throughput" in out:
+        t = out["throughput"]
+        lines.append(f"throughput ({t['batch']} candidates x one {t['run_seconds']:g} s 1 kHz task-impedance run):")
+        for law, v in t["steps_per_s"].items():
+            lines.append(f"  {law:9s} {v / 1e3:8.1f} k env-steps/s   {t['ratio_to_coulomb'][law]:.2f}x Coulomb's")
+    for r in out.get("recovery", []):
+        c = r["coulomb"]
+        lines.append(f"{r['law']} twin (delay {DELAY}, floor {r['noise_floor_mrad']:.3f} mrad):")
+        lines.append(f"  fitted with {r['law']}: delay {r['law_fit']['delay']}, held-out "
+                     f"{r['law_fit']['heldout_over_floor']:.2f}x floor, {r['law_fit']['wall_s']:.0f} s; median rel. "
+                     "error " + ", ".join(f"{g} {100 * e:.1f}%" for g, e in r['law_fit']['median_rel_error'].items()))
+        lines.append(f"  fitted with coulomb: delay {c['delay']}, held-out {c['heldout_over_floor']:.2f}x floor, "
+                     f"loss {c['loss'] / r['law_fit']['loss']:.2f}x the law's, {c['wall_s']:.0f} s")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ci", action="store_true", help="the test suite's small size")
+    ap.add_argument("--laws", default=",".join(TRUTHS), help=f"comma-separated laws to recover ({', '.join(TRUTHS)})")
+    ap.add_argument("--throughput-only", action="store_true", help="only the throughput ratios")
+    ap.add_argument("--threads", type=int, default=None, help="backend threads (default: all cores)")
+    ap.add_argument("--json", help="also write the figures to this JSON file")
+    a = ap.parse_args()
+    size = CI if a.ci else FULL
+    out: dict = {"throughput": throughput(size, a.threads)}
+    if not a.throughput_only:
+        out["recovery"] = []
+        for law in [s.strip() for s in a.laws.split(",") if s.strip()]:
+            if law not in TRUTHS:
+                ap.error(f"--laws: unknown law '{law}' (known: {', '.join(TRUTHS)}; {', '.join(LAWS)} in all)")
+            r = recover(law, size, a.threads)
+            r["law_fit"] = r.pop("law")
+            r["law"] = law
+            out["recovery"].append(r)
+            print(report({"recovery": [r]}), flush=True)
+    print(report({"throughput": out["throughput"]}))
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(out, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
