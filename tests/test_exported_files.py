@@ -233,3 +233,19 @@ def test_run_format_error_pickles_whole():
     err = pickle.loads(pickle.dumps(RunFormatError("f.csv", 3, "q1", "bad", row_label="episode 2 index")))
     assert (err.file, err.row, err.column, err.reason, err.row_label) == ("f.csv", 3, "q1", "bad", "episode 2 index")
     assert str(err) == "f.csv: episode 2 index 3, column q1: bad"
+
+
+def test_contact_files_read_as_excel_writes_them(tmp_path):
+    from isaaclab_sysid.contact import read_contact_run, write_contact_run
+    from isaaclab_sysid.contact.io import contact_paths
+    from isaaclab_sysid.contact.twin import ContactTwin, record_contact_run
+    from isaaclab_sysid.robots import load_robot
+
+    cr = record_contact_run(load_robot("franka_panda"), ContactTwin(), "impact", 0.1, 0, above=0.015, depth=0.005,
+                            hold_s=0.2)
+    path = write_contact_run(cr, tmp_path / "imp.csv")
+    csv, side = contact_paths(path)
+    text = csv.read_text().replace(",", ";").replace(".", ",").replace("\n", "\r\n")
+    csv.write_bytes(codecs.BOM_UTF8 + text.encode("utf-8"))
+    side.write_bytes(side.read_text().encode("utf-16"))
+    np.testing.assert_array_equal(read_contact_run(path).force, cr.force)

@@ -18,6 +18,7 @@ Every problem is one line naming the file, the row and the column (or the key).
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,9 @@ import numpy as np
 import pandas as pd
 
 from isaaclab_sysid.data import Run, RunFormatError, read_run, write_run
+from isaaclab_sysid.data.formats.text import read_text, to_comma_csv
 from isaaclab_sysid.utils.atomic import atomic_path, atomic_write_json
+from isaaclab_sysid.utils.errors import plain
 
 CONTACT_SCHEMA = "isaaclab_sysid.contact_run/1"
 TESTS = ("press", "impact")
@@ -117,8 +120,9 @@ def _read_force(path: Path, run: Run, frame: str) -> np.ndarray:
     file = str(path)
     if not path.is_file():
         raise RunFormatError(file, None, "-", "contact CSV not found (expected beside the run: <stem>_contact.csv)")
+    text, _ = to_comma_csv(read_text(path, "contact CSV"), file)  # a byte-order mark, UTF-16, ';' or tab
     try:
-        table = pd.read_csv(path, skipinitialspace=True)
+        table = pd.read_csv(io.StringIO(text), skipinitialspace=True)
     except (ValueError, pd.errors.ParserError) as exc:
         raise RunFormatError(file, None, "-", f"unparseable CSV: {exc}") from None
     cols = [c.strip() for c in table.columns]
@@ -132,7 +136,7 @@ def _read_force(path: Path, run: Run, frame: str) -> np.ndarray:
         vals = pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float)
         bad = np.flatnonzero(~np.isfinite(vals))
         if bad.size:
-            raise RunFormatError(file, int(bad[0]) + 2, c, f"not a finite number: {table[c].iloc[bad[0]]!r}")
+            raise RunFormatError(file, int(bad[0]) + 2, c, f"not a finite number: {plain(table[c].iloc[bad[0]])}")
         table[c] = vals
     t = table["t_s"].to_numpy(dtype=float)
     off = np.abs(t - run.t) > 1e-9 * np.maximum(1.0, np.abs(run.t))
@@ -155,10 +159,10 @@ def read_contact_run(run_csv: str | Path) -> ContactRun:
     """
     run = read_run(run_csv)
     csv, side = contact_paths(run_csv)
+    if not side.is_file():
+        raise RunFormatError(str(side), None, "-", "contact sidecar not found (expected <stem>_contact.json)")
     try:
-        raw = json.loads(side.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunFormatError(str(side), None, "-", "contact sidecar not found (expected <stem>_contact.json)") from None
+        raw = json.loads(read_text(side, "contact sidecar"))
     except json.JSONDecodeError as exc:
         raise RunFormatError(str(side), None, "-", f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}") from None
     test = parse_contact_sidecar(raw, str(side))
