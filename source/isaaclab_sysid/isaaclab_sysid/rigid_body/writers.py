@@ -14,6 +14,7 @@ import numpy as np
 
 from isaaclab_sysid.arm_model import NominalRefused, write_nominal
 from isaaclab_sysid.robots.identified import ADMIT_FLAG, inertials_to_dict, write_rb_params
+from isaaclab_sysid.rigid_body.carried import carried_evidence
 from isaaclab_sysid.rigid_body.pipeline import RigidBodyIdentification
 from isaaclab_sysid.rigid_body.report import plot_run, report_sections, write_report
 from isaaclab_sysid.robots import LinkInertial
@@ -66,7 +67,10 @@ def nominal_verdict(res: RigidBodyIdentification, facts: dict[str, str] | None =
         res: the identification.
         facts: what the signal was taken to contain and where from (``{"gravity_in_signal": ...}``).
     Returns:
-        ``{"usable", "reason", "test", "likely_causes"}`` (causes empty when usable), written into both files.
+        ``{"usable", "reason", "test", "likely_causes", "carries", "carried_evidence"}`` (causes empty when usable;
+        when rejected and the last body's identified mass supports another end effector than the config's,
+        :mod:`.carried`, that cause comes first with its ``--robot``; when usable, it is a ``warning``), written into
+        both files.
     """
     c, reg = res.consistency, res.regressor
     p, d2 = {
@@ -82,6 +86,8 @@ def nominal_verdict(res: RigidBodyIdentification, facts: dict[str, str] | None =
                         f"(p {p:.3g} < {CONSISTENCY_ALPHA:g})")
     if not res.audit_reconstructed.passed:
         problems.append("the SDP set fails the all-pose audit (M(q) not positive definite somewhere)")
+    evidence = carried_evidence(reg.robot, dict(zip(reg.link_names, res.reconstruction.masses.tolist())))
+    carried = evidence.cause() if evidence is not None else None
     causes = []
     if problems:
         gravity = "with" if reg.options.gravity else "without"
@@ -95,8 +101,15 @@ def nominal_verdict(res: RigidBodyIdentification, facts: dict[str, str] | None =
             f"friction model: per joint {', '.join(reg.joint_terms)}; a friction the columns cannot follow (static "
             "friction, Stribeck, position-dependent) lands in the inertials (--coulomb-deadband, longer or faster runs)",
         ]
-    return {"usable": not problems, "reason": "; ".join(problems) if problems else "consistent: " + test,
-            "test": test, "likely_causes": causes}
+        if carried is not None:  # the cause the identified masses support, first
+            causes.insert(0, carried)
+    out = {"usable": not problems, "reason": "; ".join(problems) if problems else "consistent: " + test,
+           "test": test, "likely_causes": causes, "carries": reg.robot.carries}
+    if evidence is not None:
+        out["carried_evidence"] = evidence.summary()
+        if carried is not None and not problems:
+            out["warning"] = carried
+    return out
 
 
 def write_identification(res: RigidBodyIdentification, out_dir: str | Path, verdict: dict | None = None) -> OutputFiles:
@@ -141,7 +154,8 @@ def verdict_lines(verdict: dict, files: OutputFiles) -> list[str]:
     """The verdict as printed: one line, then the likely causes when the estimate is rejected."""
     refused = [f"no nominal_inertials.json: {files.nominal_refused}"] if files.nominal_refused else []
     if verdict["usable"]:
-        return [f"verdict: usable. {verdict['test']}"] + refused
+        warn = [f"warning: {verdict['warning']}"] if verdict.get("warning") else []
+        return [f"verdict: usable. {verdict['test']}"] + warn + refused
     where = (f"{files.nominal} is marked not to be used (--nominal refuses it unless {ADMIT_FLAG})"
              if files.nominal is not None else "no nominal_inertials.json was written")
     return [f"verdict: REJECTED: {verdict['reason']}. {where}. Likely causes (the first the evidence supports most):"
