@@ -71,7 +71,9 @@ class IdentifyArgs:
     data: Path | None = None
     """UR10e data folder with identification_data/ and validation_data/ (default: the shared data)."""
     robot: str | None = None
-    """Robot config name or path (default: ur10e, or the runs' sidecar robot with --runs)."""
+    """Robot config name or path (default: ur10e, or the runs' sidecar robot with --runs); it states what the arm
+    carries: franka_panda (the Franka Hand), franka_panda_nohand (nothing), or a config with a [tool]
+    (docs/rigid_body.md). Any config of the sidecar's arm is accepted."""
     ident: tuple[str, ...] = ()
     """Identification CSV names (default: the Fourier runs without payload, '*harm*' and not '*Load*')."""
     method: str = "ols"
@@ -316,6 +318,7 @@ def prepare_ur10e(args: IdentifyArgs) -> Prepared:
     require(args.identify_gains or args.drive_gains is not None or published is not None,
             "--drive-gains or --identify-gains needed (no published parameter file found)")
     robot = load_robot(args.robot or "ur10e")
+    print(robot.arm_line())
     _check_gain_flags(args, robot)
     reg = Regressor(robot, RegressorOptions(coulomb_deadband=args.coulomb_deadband))
     t0 = time.perf_counter()
