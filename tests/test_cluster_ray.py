@@ -240,6 +240,25 @@ def test_lost_cluster_stops_with_a_checkpoint_that_resumes_to_the_same_result(cl
 
 
 @needs_ray
+def test_every_friction_law_runs_on_the_workers_bit_for_bit(cluster, twin_csvs):
+    """The friction laws (sim/friction.py) travel in the batch: each law's candidates replay on the workers with the
+    same bits as in process."""
+    run = read_run(twin_csvs[0])
+    robot = load_robot("franka_panda")
+    one = np.ones((2, N))
+    laws = [dict(mu_static=0.6 * one, dynamic_ratio=0.5 * one, stribeck_shape=1.4 * one),
+            dict(sigmoid_amplitude=0.5 * one, sigmoid_slope=8.0 * one, sigmoid_offset=0.02 * one),
+            dict(friction=0.3 * one, load_friction_motor=0.05 * one, load_friction_external=0.03 * one),
+            dict(friction=0.3 * one, presliding_stiffness=200.0 * one)]
+    local_be = build_backend(FitArgs.build(), robot)
+    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2), robot, log=lambda s: None)
+    for kw in laws:
+        batch = CandidateBatch(armature=0.1 * one, viscous=0.3 * one, delay=np.array([1, 2]), **kw)
+        (out,), (local,) = be.rollout(batch, [run]), local_be.rollout(batch, [run])
+        np.testing.assert_array_equal(out.q, local.q, err_msg=str(sorted(kw)))
+
+
+@needs_ray
 def test_state_age_model_runs_on_the_workers_and_matches_local(cluster):
     """A 50 Hz run scored at its state age (--state_age_ms): the model wraps each worker's backend, same bits."""
     pytest.importorskip("isaaclab_sysid.sim.state_age", reason="no state-age model (--state_age_ms) in this checkout")
