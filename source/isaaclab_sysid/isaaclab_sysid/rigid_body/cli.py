@@ -225,8 +225,8 @@ def prepare_runs(args: IdentifyArgs) -> Prepared:
         period = 1.0 / r.meta.log_rate_hz
         require(args.dt >= period * (1 - 1e-9), f"--dt {args.dt:g} s is finer than {_file(r)}: sidecar log_rate_hz "
                 f"{r.meta.log_rate_hz:g} ({period:g} s rows); give --dt {period:g} or coarser")
-    print(robot.arm_line() + carried_source(args.robot, ident_runs + held_runs, robot))
     gravity, why = resolve_gravity(args, ident_runs + held_runs)
+    print(robot.arm_line() + carried_source(args.robot, ident_runs + held_runs, robot))
     print(f"{args.signal} {'includes' if gravity else 'excludes'} gravity: {why}")
     reg = Regressor(robot, RegressorOptions(coulomb_deadband=args.coulomb_deadband, gravity=gravity))
     pre = PreprocessOptions(dt=args.dt, cutoff_hz=args.cutoff_hz)
@@ -318,8 +318,8 @@ def prepare_ur10e(args: IdentifyArgs) -> Prepared:
     require(args.identify_gains or args.drive_gains is not None or published is not None,
             "--drive-gains or --identify-gains needed (no published parameter file found)")
     robot = load_robot(args.robot or "ur10e")
-    print(robot.arm_line())
     _check_gain_flags(args, robot)
+    print(robot.arm_line())
     reg = Regressor(robot, RegressorOptions(coulomb_deadband=args.coulomb_deadband))
     t0 = time.perf_counter()
     logs = _load_ur10e(args, folder, ident_files)

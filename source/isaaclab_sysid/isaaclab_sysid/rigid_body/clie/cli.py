@@ -137,7 +137,6 @@ def main_from_args(args: RefineArgs, log=print) -> int:  # noqa: ANN001 - a prin
         runs = read_runs(list(args.runs))
         heldout = read_runs(list(args.heldout))
         robot = load_robot(robot_of(runs + heldout, args.robot))
-        log(robot.arm_line())
         start = load_rigid_body(args.rb_params, robot)
         if args.joint_fit is not None:
             joints = joint_start_from_fit(args.joint_fit, robot.joint_names, args.delay)
@@ -147,6 +146,7 @@ def main_from_args(args: RefineArgs, log=print) -> int:  # noqa: ANN001 - a prin
     except (RigidBodyError, RunFormatError, RobotConfigError, OSError, ValueError) as exc:
         log(f"error: {exc}")
         return 2
+    log(robot.arm_line())  # what the arm carries, once every flag is checked (a bad flag stays one line)
     try:
         log(f"CLIE: {len(obj.body_names)} bodies ({', '.join(obj.body_names)}), joint terms "
             f"{'refined' if opt.joint_terms else 'held'}, delay {joints.delay} ticks, {len(runs)} fit runs, "
