@@ -112,6 +112,11 @@ class ParamsConfig:
     or a Gauss-Newton step forecasts half of --auto_static_margin, and keep the static fit if the test fired or the
     refit lowered the loss by the margin (the log says what it chose, the loss ratio, the forecast and each joint's z;
     fit_groups_auto.json)."""
+    auto_laws: str = "sigmoid,load,dahl"
+    """--fit_groups auto, second step: the friction laws weighed against the Coulomb / static answer (comma-separated:
+    sigmoid, load, dahl; none to skip). Each is refitted from the Coulomb optimum only where a Gauss-Newton forecast
+    says it could lower the BIC on the fit runs' residual, and the lowest BIC is the answer (docs/friction.md;
+    friction_law_auto.json)."""
     auto_static_margin: float = 0.1
     """--fit_groups auto: the share by which the static-friction refit must lower the fit loss to be chosen when the
     score test does not fire (0.1 = 10 %)."""

@@ -51,8 +51,9 @@ from isaaclab_sysid.jobs.model_choice import (
     worth_refit,
     static_groups,
 )
+from isaaclab_sysid.jobs import law_choice as lc
 from isaaclab_sysid.sim.interface import UnsupportedParameterError
-from isaaclab_sysid.sim.shooting import backend_windows
+from isaaclab_sysid.sim.shooting import backend_windows, is_torque_run
 from isaaclab_sysid.utils.atomic import atomic_write_json
 
 
@@ -91,7 +92,11 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
     _refuse_diverged(result, search.run_dir)
     run_dir, choice, test = search.run_dir, None, None
     if args.params.auto:
+        coulomb = result
         search, result, choice, test = _auto_friction(args, problem, search, result, log)
+        search, result, law = _auto_law(args, problem, search, result, coulomb, log)
+        if law is not None and law.chosen != law.base:
+            test = None  # the score test is of the Coulomb model
     path = result.write(run_dir)
     log(f"best loss {result.best_score:.6g}; wrote {path}")
     log("  " + result.summary_line())
@@ -132,6 +137,76 @@ def _auto_friction(args: FitArgs, problem: FitProblem, search: Search, coulomb: 
         return search, coulomb, choice, test
     coulomb.write(_mkdir(run_dir / "coulomb"))
     return refit, static, choice, None
+
+
+def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult, coulomb: FitResult,
+              log: Callable[[str], None]) -> tuple[Search, FitResult, lc.LawChoice | None]:
+    """``--fit_groups auto``'s second step (jobs/law_choice.py): each law of ``--auto_laws`` weighed against the base
+    answer by the BIC on the fit runs' residual, refitted (in ``<run_dir>/law_<name>``) only where its Gauss-Newton
+    forecast could win; the answer is the lowest BIC (logged, ``friction_law_auto.json``). Returns the answer's search
+    and result, and the choice (None when the step does not apply, said in the log)."""
+    try:
+        laws = lc.parse_laws(args.params.auto_laws)
+    except ValueError as exc:
+        raise FitError(str(exc)) from None
+    groups = list(base.space.group_names)
+    cands, why = lc.candidates_for(groups, laws)
+    if not laws:
+        return search, base, None
+    if why is None and any(is_torque_run(r) for r in problem.runs):
+        why = "the friction laws are not weighed on torque runs yet"
+    if why is not None:
+        log(f"--fit_groups auto, friction law: kept {lc.law_of_groups(groups).name} ({why})")
+        return search, base, None
+    run_dir = search.run_dir
+    base_obj = dataclasses.replace(problem, space=base.space).objective()
+    n, n_eff = lc.effective_count(base_obj, base.best_x)
+    base_name = lc.law_of_groups(groups).name
+    k0 = lc.continuous_count(base.space)
+    scores = [lc.LawScore(base_name, groups, k0, float(base.best_score),
+                          lc.bic(float(base.best_score), n, n_eff, k0), refit=True, note="the base model")]
+    best_bic, answer = scores[0].bic, (search, base, base_name)
+    for law in cands:
+        space = lc.law_space(base.space, law, args.params)
+        bad = [g for g in space.group_names if g not in problem.backend.supported_groups]
+        k = lc.continuous_count(space)
+        if bad:
+            scores.append(lc.LawScore(law, list(space.group_names), k, note=f"the {problem.backend.name} backend cannot "
+                                      f"represent {', '.join(bad)}"))
+            continue
+        sub = dataclasses.replace(problem, space=space)
+        x0 = lc.law_start(coulomb.space, coulomb.best_x, space, law)
+        fc = lc.forecast(sub.objective(), x0)
+        if fc is None:
+            scores.append(lc.LawScore(law, list(space.group_names), k, note="its start did not replay finitely"))
+            continue
+        sc = lc.LawScore(law, list(space.group_names), k, forecast_loss=fc[1], forecast_bic=lc.bic(fc[1], n, n_eff, k))
+        scores.append(sc)
+        if not sc.forecast_bic < best_bic:
+            sc.note = "its forecast cannot beat the best BIC: not refitted"
+            continue
+        law_args = copy.deepcopy(args)
+        law_args.params.fit_groups = ",".join(space.group_names)
+        log(f"--fit_groups auto: refitting with the {law} friction law ({law_args.params.fit_groups}) from the "
+            f"Coulomb optimum (forecast loss {fc[1]:.4g} against {base.best_score:.4g})")
+        srch, res = _search(law_args, sub, log, run_dir=_mkdir(run_dir / f"law_{law}"), x0=x0, refit=True)
+        if _diverged(res):
+            sc.note = "the refit diverged"
+            continue
+        sc.refit, sc.loss = True, float(res.best_score)
+        sc.bic = lc.bic(sc.loss, n, n_eff, k)
+        if sc.bic < best_bic:
+            best_bic, answer = sc.bic, (srch, res, law)
+    chosen = answer[2]
+    reason = ("the lowest BIC on the fit runs" if chosen != base_name else
+              "no law lowers the BIC on the fit runs")
+    choice = lc.LawChoice(base_name, chosen, n, n_eff, scores, reason)
+    log(choice.line())
+    atomic_write_json(run_dir / lc.LAW_CHOICE_FILE, choice.to_json())
+    if chosen == base_name:
+        return search, base, choice
+    base.write(_mkdir(run_dir / base_name))
+    return answer[0], answer[1], choice
 
 
 def _mkdir(path: Path) -> Path:

@@ -1,0 +1,186 @@
+"""``--fit_groups auto``, second step: the friction law (sim/friction.py) the fit runs ask for, chosen on evidence.
+
+After the Coulomb / static choice (jobs/model_choice.py) the answer so far is the *base* model. Each candidate law
+of ``--auto_laws`` (default: sigmoid, load, dahl) is then weighed against it with a criterion that has no threshold
+tuned on our own twins: the **Bayesian information criterion on the fit runs' weighted residual**,
+
+    BIC = n_eff log(SSR / n) + k log(n_eff),
+
+with SSR the loss (sum of squared weighted residuals over the n residual entries), k the model's continuous numbers
+and n_eff the effective count of independent residuals: n over the residual's integrated autocorrelation
+(:func:`isaaclab_sysid.residual_stats.autocorr_inflation`, measured once on the base model's residual, the same for
+every candidate), because 1 kHz residuals are far from independent and a BIC on n would buy any number.
+
+A law is refitted only where it could win. Its start is the base fit's Coulomb level written in the law's
+coordinates (the load law with no load term is exactly Coulomb; the Dahl law at its stiffest bristle and the
+sigmoid at its steepest slope approach it). At that start one batched finite-difference rollout gives the bounded
+Gauss-Newton forecast of the loss a refit reaches (:func:`isaaclab_sysid.evaluate.friction_score.predicted_gain`).
+The law is refitted (the refinement alone, from that start) only when the forecast's BIC is below the base's; the
+answer is the lowest BIC among the base and the refitted laws. The log and ``friction_law_auto.json`` give every
+candidate's loss, k, forecast and BIC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from isaaclab_sysid.evaluate.friction_score import predicted_gain
+from isaaclab_sysid.fit.config import ParamsConfig
+from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
+from isaaclab_sysid.fit.residuals import weighted_residuals
+from isaaclab_sysid.intervals.curvature import sensitivity
+from isaaclab_sysid.residual_stats import autocorr_inflation
+from isaaclab_sysid.sim.friction import LAWS, law_of_groups
+
+#: the file beside ``sysid_best_params.json`` that records the law step
+LAW_CHOICE_FILE = "friction_law_auto.json"
+#: the laws ``--fit_groups auto`` weighs against the Coulomb / static answer by default
+AUTO_LAWS = ("sigmoid", "load", "dahl")
+#: the groups that are a model's dry friction (replaced by a candidate law's)
+DRY_GROUPS = ("friction", "mu_static", "dynamic_ratio", "stribeck_velocity", "stribeck_shape")
+
+
+@dataclass
+class LawScore:
+    """One model's evidence.
+
+    Attributes:
+        law: the law's name; groups: the fitted groups; k: its continuous numbers.
+        loss: the fit loss (SSR) at its optimum (None: not refitted); bic: its BIC (None: not refitted).
+        forecast_loss: the Gauss-Newton forecast of a refit's loss from the law's start (None for the base).
+        forecast_bic: the BIC of that forecast; refit: whether the law was refitted; note: why not, or what failed.
+    """
+
+    law: str
+    groups: list[str]
+    k: int
+    loss: float | None = None
+    bic: float | None = None
+    forecast_loss: float | None = None
+    forecast_bic: float | None = None
+    refit: bool = False
+    note: str = ""
+
+
+@dataclass
+class LawChoice:
+    """What the law step chose and why: the base model's score first, then each candidate's."""
+
+    base: str
+    chosen: str
+    n: int
+    n_eff: float
+    scores: list[LawScore] = field(default_factory=list)
+    reason: str = ""
+
+    def line(self) -> str:
+        """The log line: the choice, then each model's k, loss and BIC (or forecast)."""
+        parts = []
+        for s in self.scores:
+            if s.bic is not None:
+                parts.append(f"{s.law} k={s.k} loss {s.loss:.4g} BIC {s.bic:.1f}")
+            elif s.forecast_bic is not None:
+                parts.append(f"{s.law} k={s.k} forecast loss {s.forecast_loss:.4g} BIC {s.forecast_bic:.1f} "
+                             f"({s.note or 'not refitted'})")
+            else:
+                parts.append(f"{s.law}: {s.note}")
+        return (f"--fit_groups auto, friction law -> {self.chosen}: {self.reason} (n_eff {self.n_eff:.0f} of "
+                f"{self.n} residuals; " + "; ".join(parts) + ")")
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def parse_laws(text: str) -> list[str]:
+    """The laws of ``--auto_laws`` (comma-separated; "" or "none": no law step); a ValueError names an unknown one."""
+    if text.strip() in ("", "none"):
+        return []
+    out = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [s for s in out if s not in LAWS or s in ("coulomb", "stribeck")]
+    if bad:
+        raise ValueError(f"--auto_laws: unknown or base law(s) {', '.join(bad)} (candidates: "
+                         f"{', '.join(k for k in LAWS if k not in ('coulomb', 'stribeck'))}; none)")
+    return out
+
+
+def law_space(base: ParamSpace, law: str, params: ParamsConfig) -> ParamSpace:
+    """``base`` with its dry-friction groups replaced, where the first stood, by ``law``'s groups (bounds from their
+    ``--<group>_bounds`` flags); every other group kept as it is."""
+    groups: list[GroupSpec] = []
+    placed = False
+    for g in base.groups:
+        if g.name in DRY_GROUPS:
+            if not placed:
+                for name in LAWS[law].fit_groups:
+                    lo, hi = params.bounds_of(name) or GROUPS[name].default_bounds
+                    groups.append(GroupSpec(name, float(lo), float(hi)))
+                placed = True
+            continue
+        groups.append(g)
+    return ParamSpace(groups, base.n_dof, base.joint_names)
+
+
+def law_start(coulomb: ParamSpace, x: np.ndarray, space: ParamSpace, law: str) -> np.ndarray:
+    """(D,) the start of ``law`` in ``space`` from the Coulomb fit's vector ``x``: every shared group as fitted, the
+    law at its Coulomb limit (load: no load term, exact; Dahl: the stiffest bristle; sigmoid: amplitude = the Coulomb
+    level, the steepest slope, no offset)."""
+    dec = coulomb.decode(np.asarray(x, dtype=float))
+    vals = {k: v for k, v in dec.items() if k in space.group_names}
+    fc = np.asarray(dec["friction"], dtype=float)
+    n = coulomb.n_dof
+    if law == "load":
+        vals.update(friction=fc, load_friction_motor=np.zeros(n), load_friction_external=np.zeros(n))
+    elif law == "dahl":
+        vals.update(friction=fc, presliding_stiffness=np.full(n, space.group("presliding_stiffness").upper))
+    elif law == "sigmoid":
+        vals.update(sigmoid_amplitude=fc, sigmoid_slope=np.full(n, space.group("sigmoid_slope").upper),
+                    sigmoid_offset=np.zeros(n))
+    else:
+        raise ValueError(f"no Coulomb start for the {law} law")
+    return space.normalize(vals)
+
+
+def bic(loss: float, n: int, n_eff: float, k: int) -> float:
+    """The information criterion n_eff log(loss / n) + k log(n_eff) (lower is better)."""
+    return float(n_eff * np.log(max(loss, 1e-300) / n) + k * np.log(n_eff))
+
+
+def effective_count(objective: ReplayObjective, x: np.ndarray) -> tuple[int, float]:
+    """(n, n_eff): the residual entries of the fit runs at ``x`` and their effective independent count (n over the
+    integrated autocorrelation of each run's residual, pooled over its channels)."""
+    n, n_eff = 0, 0.0
+    ro = objective.rollouts(np.atleast_2d(x))
+    for r in weighted_residuals(ro, objective.runs, objective.weights, objective.traj_weights):
+        a = np.asarray(r.per_sample()[0], dtype=float)
+        t, c = a.shape
+        f = autocorr_inflation(a.ravel(), c, [t], max(1, t // 4))
+        n += a.size
+        n_eff += a.size / max(f, 1.0)
+    return n, n_eff
+
+
+def forecast(objective: ReplayObjective, x0: np.ndarray) -> tuple[float, float] | None:
+    """(loss at ``x0``, the bounded Gauss-Newton forecast of a refit's loss) from one batched finite-difference
+    rollout at ``x0`` (the delay held); None where the rollout is not finite."""
+    sens = sensitivity(objective, x0, profile_delay=False)
+    gain = predicted_gain(objective.space, sens)
+    if gain is None:
+        return None
+    ssr = float(sum(np.sum(r * r) for r in sens.r))
+    return ssr, ssr * (1.0 - gain)
+
+
+def continuous_count(space: ParamSpace) -> int:
+    return int(len(space.continuous_index()))
+
+
+def candidates_for(base_groups: Sequence[str], laws: Sequence[str]) -> tuple[list[str], str | None]:
+    """The laws to weigh against a base fit of ``base_groups`` and, when none can be, why."""
+    if "friction" not in base_groups and "mu_static" not in base_groups:
+        return [], "no dry-friction group to replace"
+    base = law_of_groups(base_groups).name
+    return [law for law in laws if law != base], None

@@ -1,0 +1,62 @@
+"""``--fit_groups auto``'s friction-law step (jobs/law_choice.py): on a twin whose friction is a law the Coulomb /
+static models cannot express (the Gaz sigmoid, the real Panda's published numbers), auto weighs the laws by the BIC
+on the fit runs' residual, refits only those whose Gauss-Newton forecast could win, chooses the sigmoid, and says
+each candidate's score; the choice is written to friction_law_auto.json and the base fit kept beside it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("isaaclab_sysid.twin.recorder")
+
+from isaaclab_sysid.benchmarking.peers import twin  # noqa: E402
+from isaaclab_sysid.data import write_run  # noqa: E402
+from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
+from isaaclab_sysid.fit.result import RESULT_FILE, FitResult  # noqa: E402
+from isaaclab_sysid.jobs.fit_job import run_fit  # noqa: E402
+from isaaclab_sysid.jobs.law_choice import LAW_CHOICE_FILE, bic, parse_laws  # noqa: E402
+from isaaclab_sysid.robots import load_robot  # noqa: E402
+from isaaclab_sysid.twin.demo import joint_target  # noqa: E402
+from isaaclab_sysid.twin.recorder import record_twin  # noqa: E402
+
+GAZ = {"sigmoid_amplitude": np.array([0.546, 0.872, 0.641, 1.279, 0.839, 0.303, 0.565]),
+       "sigmoid_slope": np.array([5.12, 9.07, 10.14, 5.59, 8.35, 17.13, 10.34]),
+       "sigmoid_offset": np.array([0.040, 0.026, -0.046, 0.036, 0.026, -0.021, 0.004])}
+FLAGS = dict(num_envs=8, max_iter=3, refine_iter=8, refine_delay_neighbours=1, plots=False, quiet=True,
+             fast_probe_generations=0)
+
+
+def test_auto_chooses_the_sigmoid_law_on_a_sigmoid_twin(tmp_path):
+    robot = load_robot("franka_panda")
+    p = replace(twin(), friction_model="sigmoid", friction=np.zeros(7), static_friction=None, stribeck_velocity=None,
+                law_params=GAZ)
+    csvs = []
+    for i, seed in enumerate((40, 50)):
+        run = record_twin(robot, joint_target(robot, 1.5, seed, f"fit_{i}"), p, seed=i, log_rate_hz=1000.0)
+        csvs.append(str(write_run(run, tmp_path / f"fit_{i}.csv")[0]))
+    lines: list[str] = []
+    out = run_fit(FitArgs.build(real_csv=csvs, log_dir=str(tmp_path / "logs"), **FLAGS), log=lines.append)
+    said = [s for s in lines if s.startswith("--fit_groups auto, friction law")]
+    print("\n".join(said))
+    choice = json.loads((out / LAW_CHOICE_FILE).read_text())
+    assert choice["chosen"] == "sigmoid", choice
+    res = FitResult.read(out / RESULT_FILE)
+    assert "sigmoid_amplitude" in res.space.group_names and "friction" not in res.space.group_names
+    assert said and "BIC" in said[0] and "n_eff" in said[0]
+    scores = {s["law"]: s for s in choice["scores"]}
+    assert scores["sigmoid"]["refit"] and scores["sigmoid"]["bic"] < scores[choice["base"]]["bic"]
+    assert 0 < choice["n_eff"] < choice["n"]  # 1 kHz residuals are not independent
+    base = FitResult.read(out / choice["base"] / RESULT_FILE)  # the base answer is kept beside it
+    assert res.best_score < base.best_score
+
+
+def test_bic_and_the_laws_flag():
+    assert bic(1.0, 100, 10.0, 2) < bic(1.0, 100, 10.0, 3)  # a number more costs log(n_eff)
+    assert bic(0.5, 100, 10.0, 3) < bic(1.0, 100, 10.0, 2)  # unless the loss falls enough
+    assert parse_laws("none") == [] and parse_laws("sigmoid, dahl") == ["sigmoid", "dahl"]
+    with pytest.raises(ValueError, match="unknown"):
+        parse_laws("sigmoid,coulomb")
