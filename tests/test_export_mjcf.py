@@ -189,7 +189,8 @@ def test_the_driver_takes_the_static_friction_and_offset_from_the_file(so101_fit
     opts, robot = problem.backend.options, problem.robot
     fit = mjcf.fitted_joints(ctx.result, robot.n_dof, opts.stribeck_velocity)
     ref = mjcf.fit_rollouts(robot, ctx.result, problem.heldout, opts)
-    for change in (dict(mu_static=None, stribeck_velocity=None), dict(encoder_offset=np.zeros(robot.n_dof))):
+    for change in (dict(mu_static=None, stribeck_velocity=None, law="coulomb", law_p=None),
+                   dict(encoder_offset=np.zeros(robot.n_dof))):
         p = mjcf.write_mjcf(tmp_path / "x.xml", robot, dataclasses.replace(fit, **change), opts)
         chk = mjcf.check_mjcf(p, robot, ctx.result, problem.heldout, opts, fit_states=ref)
         assert not chk.passed and chk.worst > 1e-4 and math.isfinite(chk.worst), (change, chk.worst)

@@ -175,6 +175,7 @@ def test_exports_refuse_a_law_they_would_reduce():
     for target in ("isaaclab", "mjcf"):
         check_exported_law(space("armature", "friction", "viscous"), target)
         check_exported_law(space("armature", "mu_static", "dynamic_ratio"), target)
+    for target in ("isaaclab",):  # the MJCF driver applies every law (test below)
         for groups, law in ((("sigmoid_amplitude", "sigmoid_slope"), "sigmoid"),
                             (("friction", "load_friction_motor"), "load"),
                             (("friction", "presliding_stiffness"), "dahl"),
@@ -182,3 +183,36 @@ def test_exports_refuse_a_law_they_would_reduce():
             with pytest.raises(ExportError, match=law) as exc:
                 check_exported_law(space("armature", *groups), target)
             assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("name", list(LAW_CASES))
+def test_the_mjcf_export_replays_every_law_as_the_fit_does(robot, name, tmp_path):
+    """What is fitted is what MuJoCo runs: the exported MJCF file, driven by plain MuJoCo (export/mjcf.py's driver),
+    replays each law on a joint-PD and a task-impedance run as the fit's native loop does."""
+    from isaaclab_sysid.export import mjcf
+    from isaaclab_sysid.fit.loss import LossWeights
+    from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+    from isaaclab_sysid.fit.result import FitResult
+
+    b = law_batch(name)
+    groups = [g for g in ("armature", *LAW_CASES[name], "friction", "viscous", "delay") if getattr(b, g) is not None]
+    groups = list(dict.fromkeys(groups))
+    space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in groups}, N, robot.joint_names)
+    values = {g: (np.asarray(getattr(b, g))[0] if g != "delay" else int(b.delay[0])) for g in groups}
+    x = space.normalize(values)
+    res = FitResult.from_search(space, x, 0.0, run_names=["a"], weighted_loss=np.zeros(1), traj_weights=np.ones(1),
+                                loss_weights=LossWeights(), backend="mujoco")
+    opts = ReplayOptions()
+    fit = mjcf.fitted_joints(res, N, opts.stribeck_velocity)
+    assert fit.law == name
+    path = mjcf.write_mjcf(tmp_path / f"{name}.xml", robot, fit, opts)
+    runs = [step_run(robot, amp=0.3), task_run(robot, duration=0.5, scale=2.0)]
+    check = mjcf.check_mjcf(path, robot, res, runs, opts)
+    assert check.passed and check.worst < 1e-9, check.lines()
+    assert mjcf.read_facts(mujoco_model(path)).law == name
+
+
+def mujoco_model(path):
+    import mujoco
+
+    return mujoco.MjModel.from_xml_path(str(path))

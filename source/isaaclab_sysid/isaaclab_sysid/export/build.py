@@ -186,7 +186,7 @@ def build_dr_record(result: FitResult, rep: IntervalReport, policy: RangePolicy,
 
 
 #: the friction laws each export carries exactly as fitted (sim/friction.py); any other is refused, never reduced
-EXPORTED_LAWS = {"isaaclab": ("coulomb", "stribeck"), "mjcf": ("coulomb", "stribeck")}
+EXPORTED_LAWS = {"isaaclab": ("coulomb", "stribeck"), "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
 
 
 def check_exported_law(space: ParamSpace, target: str) -> None:
@@ -201,7 +201,7 @@ def check_exported_law(space: ParamSpace, target: str) -> None:
         raise ExportError(f"the fit used the {law.name} friction law, which the {target} export does not apply yet: "
                           f"the exported model would be a reduced one; refit with the Coulomb or stribeck law to export "
                           f"(docs/friction.md)")
-    if "stribeck_shape" in space.group_names:
+    if "stribeck_shape" in space.group_names and target == "isaaclab":
         raise ExportError(f"the fit's Stribeck shape exponent (stribeck_shape) is not applied by the {target} export, "
                           f"which writes exp(-(v/vs)^2): refit without stribeck_shape to export (docs/friction.md)")
 

@@ -67,6 +67,8 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import EE_NAME, Robot
+from isaaclab_sysid.sim.friction import LAW_COLUMNS, LAW_IDS, LAWS, LOAD_BUDGET_FLOOR, FrictionLaw, applied_force, \
+    batch_law, budget, dahl_step
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions, candidate_arrays, replay_gravity
 from isaaclab_sysid.sim.mujoco_backend import GRAVITY, MujocoBackend
 from isaaclab_sysid.sim.reference import orientation_error
@@ -100,6 +102,7 @@ class FittedJoints:
         mu_static, stribeck_velocity: (N,) N m, rad/s, or None (one Coulomb level).
         kp, kd, encoder_offset: (N,) N m/rad, N m s/rad, rad, or None (not fitted).
         torque_offset: (N,) N m: a torque replay's logged-torque bias (the torque that acted is logged - offset), or None.
+        law: the friction law (sim/friction.py); law_p: its (N, 4) packed parameters (None for Coulomb).
     """
 
     armature: np.ndarray
@@ -112,6 +115,8 @@ class FittedJoints:
     kd: np.ndarray | None = None
     encoder_offset: np.ndarray | None = None
     torque_offset: np.ndarray | None = None
+    law: str = "coulomb"
+    law_p: np.ndarray | None = None
 
     @property
     def servo(self) -> bool:
@@ -141,8 +146,10 @@ def fitted_joints(result: FitResult, n_dof: int, stribeck_velocity: float) -> Fi
     if fs is not None:
         vs = arr["stribeck_velocity"][0] if "stribeck_velocity" in arr else np.full(n_dof, float(stribeck_velocity))
     off = torque_offset_arrays(batch, n_dof)
+    law, table = batch_law(batch, n_dof, vs if vs is not None else float(stribeck_velocity))
     return FittedJoints(armature=arr["armature"][0], friction=arr["friction"][0], viscous=arr["viscous"][0],
-                        delay=int(arr["delay"][0]), mu_static=fs, stribeck_velocity=vs,
+                        delay=int(arr["delay"][0]), mu_static=fs, stribeck_velocity=vs, law=law.name,
+                        law_p=None if law.name == "coulomb" else table[0],
                         torque_offset=off["torque_offset"][0] if off else None,
                         **{g: (srv[g][0] if g in srv else None) for g in SERVO_GROUPS})
 
@@ -165,7 +172,9 @@ def fitted_spec(robot: Robot, fit: FittedJoints, options: ReplayOptions,
             act on every physics step in MuJoCo, once per tick in the fit).
     """
     n = robot.n_dof
-    spec = robot.build_mjspec(JointOverrides(armature=fit.armature, friction=fit.friction, damping=fit.viscous),
+    # a force law (sigmoid, Dahl) replaces the frictionloss constraint: its Coulomb level is sysid_law_fc
+    floss = np.zeros(n) if LAWS[fit.law].acts_as == "force" else fit.friction
+    spec = robot.build_mjspec(JointOverrides(armature=fit.armature, friction=floss, damping=fit.viscous),
                               gravity=True)
     spec.modelname = f"{robot.name}_sysid"
     substeps = int(substeps)
@@ -236,6 +245,10 @@ def _custom(spec: mujoco.MjSpec, fit: FittedJoints, robot: Robot, options: Repla
     if fit.mu_static is not None:
         nums["mu_static"] = list(fit.mu_static)
         nums["stribeck_velocity"] = list(fit.stribeck_velocity)
+    if fit.law != "coulomb":  # the friction law the driver applies (docs/friction.md)
+        nums["friction_law"] = [float(LAW_IDS[fit.law])]
+        nums["law_p"] = [float(v) for v in np.asarray(fit.law_p, dtype=float).ravel()]
+        nums["law_fc"] = list(fit.friction)
     if options.slew_limit:
         rate = robot.config.torque_rate_limit
         if rate is None:
@@ -251,7 +264,9 @@ def _custom(spec: mujoco.MjSpec, fit: FittedJoints, robot: Robot, options: Repla
               if fit.servo else "motor, ctrl = joint torque [N m]")
               + ". Not in MJCF elements: the delay (sysid_delay_ticks ticks of sysid_tick_s: ctrl acts that late, the first "
               "ctrl held before the start; sysid_substeps physics steps per tick, ctrl held over them), the static Stribeck friction (sysid_mu_static, sysid_stribeck_velocity: "
-              "frictionloss = Fc + (Fs - Fc) exp(-(v/vs)^2) before every step), the encoder offset (sysid_encoder_offset: "
+              "frictionloss = Fc + (Fs - Fc) exp(-(v/vs)^2) before every step), the friction law (sysid_friction_law: "
+              "0 Coulomb, 1 Stribeck, 2 sigmoid, 3 load-dependent, 4 Dahl; sysid_law_p: its N x 4 parameters; "
+              "sysid_law_fc: the Coulomb level it reads; docs/friction.md), the encoder offset (sysid_encoder_offset: "
               "logged angle = q + offset), a torque log's bias (sysid_torque_offset: the torque that acted = logged - offset), "
               "the log's zero-order hold, the slew limit (sysid_slew_per_tick). Gravity: off "
               "for runs of an arm that compensated it. See docs/intervals_and_export.md of isaaclab_sysid.")
@@ -359,6 +374,9 @@ class MjcfFacts:
     stribeck_velocity: np.ndarray | None = None
     slew_per_tick: np.ndarray | None = None
     torque_offset: np.ndarray | None = None
+    law: str = "coulomb"
+    law_p: np.ndarray | None = None
+    law_fc: np.ndarray | None = None
 
 
 def read_facts(model: mujoco.MjModel) -> MjcfFacts:
@@ -378,23 +396,85 @@ def read_facts(model: mujoco.MjModel) -> MjcfFacts:
         raise MjcfError(f"the model has no <numeric name=\"{PREFIX}delay_ticks\">: not written by isaaclab_sysid's "
                         "MJCF export (export_dr.py --mjcf)")
     sub = num("substeps")
+    law, law_p, law_fc = "coulomb", None, None
+    lid = num("friction_law")
+    if lid is not None:
+        names = {v: k for k, v in LAW_IDS.items()}
+        law = names.get(int(round(float(lid[0]))))
+        if law is None:
+            raise MjcfError(f"<numeric name=\"{PREFIX}friction_law\"> {lid[0]:g} is no friction law this version knows")
+        law_p = num("law_p").reshape(model.nv, LAW_COLUMNS)
+        law_fc = num("law_fc")
+    elif num("mu_static") is not None:  # a file of the Stribeck model written before the law family
+        law, law_fc = "stribeck", np.array(model.dof_frictionloss)
+        law_p = np.zeros((model.nv, LAW_COLUMNS))
+        law_p[:, 0], law_p[:, 1], law_p[:, 2] = num("mu_static"), num("stribeck_velocity"), 2.0
     return MjcfFacts(delay=int(round(float(delay[0]))), tick_s=float(num("tick_s")[0]), servo=bool(num("servo")[0]),
                      substeps=1 if sub is None else int(round(float(sub[0]))),
                      encoder_offset=num("encoder_offset"), mu_static=num("mu_static"),
                      stribeck_velocity=num("stribeck_velocity"), slew_per_tick=num("slew_per_tick"),
-                     torque_offset=num("torque_offset"))
+                     torque_offset=num("torque_offset"), law=law, law_p=law_p, law_fc=law_fc)
 
 
 # ---------------------------------------------------------------------------------------- the driver
-def _gravity_force(m: mujoco.MjModel, d: mujoco.MjData) -> np.ndarray:
-    """(N,) generalized gravity force of a hinge chain (replay.c's gravity_force)."""
+def _gravity_force(m: mujoco.MjModel, d: mujoco.MjData, gravity: np.ndarray | None = None) -> np.ndarray:
+    """(N,) generalized gravity force of a hinge chain under ``gravity`` (default the model's; replay.c's
+    gravity_force_of)."""
+    g = m.opt.gravity if gravity is None else gravity
     out = np.empty(m.nv)
     for j in range(m.nv):
         b, jnt = m.dof_bodyid[j], m.dof_jntid[j]
         r = d.subtree_com[b] - d.xanchor[jnt]
-        f = m.body_subtreemass[b] * m.opt.gravity
+        f = m.body_subtreemass[b] * g
         out[j] = float(d.xaxis[jnt] @ np.cross(r, f))
     return out
+
+
+class _LawDriver:
+    """The file's friction law applied tick by tick, as the native loop applies it (replay.c, docs/friction.md):
+    the Stribeck budget before each physics step, the load budget from the tick's motor and external torques
+    written into the friction rows after ``mj_step1``, the force laws' torque in ``qfrc_applied`` (held over the
+    tick's substeps), the Dahl state advanced over each tick."""
+
+    def __init__(self, m: mujoco.MjModel, facts: MjcfFacts, gravity_on: bool) -> None:
+        self.law: FrictionLaw = LAWS[facts.law]
+        self.p = facts.law_p
+        self.fc = np.array(m.dof_frictionloss) if facts.law_fc is None else np.asarray(facts.law_fc, dtype=float)
+        self.tick_s = facts.tick_s
+        self.load_gravity = None if gravity_on else np.array([0.0, 0.0, -GRAVITY])
+        self.reset(m.nv)
+
+    def reset(self, n: int) -> None:
+        self.state = np.zeros(n)
+
+    def before_step1(self, m: mujoco.MjModel, d: mujoco.MjData) -> None:
+        if self.law.name == "stribeck":
+            m.dof_frictionloss[:] = budget(self.law, self.fc, self.p, d.qvel)
+        elif self.law.name == "load":
+            m.dof_frictionloss[:] = np.maximum(self.fc, LOAD_BUDGET_FLOOR)
+
+    def after_control(self, m: mujoco.MjModel, d: mujoco.MjData, motor: np.ndarray) -> None:
+        """``motor``: (N,) the actuator's torque this tick [N m] (after its clamp)."""
+        name = self.law.name
+        if name == "sigmoid":
+            d.qfrc_applied[:] = applied_force(self.law, self.p, d.qvel, self.state)
+        elif name == "dahl":
+            d.qfrc_applied[:] = applied_force(self.law, self.p, d.qvel, self.state)
+            self.state = dahl_step(self.fc, self.p, d.qvel.copy(), self.state, self.tick_s)
+        elif name == "load":
+            g = np.zeros(m.nv) if self.load_gravity is None else _gravity_force(m, d, self.load_gravity)
+            b = budget(self.law, self.fc, self.p, d.qvel, tau_motor=motor - g, tau_ext=-d.qfrc_bias + g)
+            m.dof_frictionloss[:] = b
+            fr = int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
+            rows = np.flatnonzero(d.efc_type == fr)
+            d.efc_frictionloss[rows] = b[d.efc_id[rows]]
+            if d.nisland > 0:
+                rows = np.flatnonzero(d.iefc_type == fr)
+                d.iefc_frictionloss[rows] = b[d.iefc_id[rows]]
+
+    def substep(self, m: mujoco.MjModel, d: mujoco.MjData) -> None:
+        if self.law.name == "stribeck":
+            m.dof_frictionloss[:] = budget(self.law, self.fc, self.p, d.qvel)
 
 
 def _task_torque(m, d, s: RunSchedule, sp: np.ndarray, site: int, gravity_on: bool) -> np.ndarray:
@@ -492,8 +572,7 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
     d.qpos[:] = s.q_init - off if servo else s.q_init
     d.qvel[:] = 0.0
     site = m.site(EE_NAME).id
-    fc = np.array(m.dof_frictionloss)
-    stribeck = facts.mu_static is not None
+    law = _LawDriver(m, facts, gravity_on)
     k0 = -int(options.warmup_ticks)
     k_last = s.last_tick
     delay = facts.delay
@@ -505,12 +584,14 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
     samples = {int(k): i for i, k in enumerate(s.sample_ticks)}
     vmax = float(options.max_joint_velocity)
     for k in range(k0, k_last + 1):
-        if stribeck:
-            v = d.qvel / facts.stribeck_velocity
-            m.dof_frictionloss[:] = fc + (facts.mu_static - fc) * np.exp(-v * v)
+        law.before_step1(m, d)
         mujoco.mj_step1(m, d)
         if servo:
             d.ctrl[:] = s.sp_values[_setpoint(s, max(k - delay, k0))]
+            motor = m.actuator_gainprm[:, 0] * d.ctrl + m.actuator_biasprm[:, 0] + m.actuator_biasprm[:, 1] * d.qpos \
+                + m.actuator_biasprm[:, 2] * d.qvel
+            if lim is not None:
+                motor = np.clip(motor, -lim, lim)
         else:
             if s.controller == "joint_pd":
                 sp = s.sp_values[_setpoint(s, max(k - delay, k0))]
@@ -525,26 +606,26 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
                 applied = prev + np.clip(applied - prev, -facts.slew_per_tick, facts.slew_per_tick)
             d.ctrl[:] = applied
             prev = np.clip(applied, -lim, lim) if lim is not None else applied
+            motor = prev
         i = samples.get(k)
         if i is not None:
             q_out[i] = d.qpos + off if servo else d.qpos
             dq_out[i] = d.qvel
         if k == k_last:
             break
+        law.after_control(m, d, motor)
         mujoco.mj_step2(m, d)
-        _substeps(m, d, facts, fc)
+        _substeps(m, d, facts, law)
         if not (np.all(np.abs(d.qvel) <= vmax) and np.all(np.isfinite(d.qpos))):
             return MjcfReplay(q_out, dq_out, True)
     return MjcfReplay(q_out, dq_out, False)
 
 
-def _substeps(m: mujoco.MjModel, d: mujoco.MjData, facts: MjcfFacts, fc: np.ndarray) -> None:
-    """The tick's remaining physics steps (the fit's ``substeps``): the same ctrl, the Stribeck frictionloss
-    updated before each (replay.c)."""
+def _substeps(m: mujoco.MjModel, d: mujoco.MjData, facts: MjcfFacts, law: _LawDriver) -> None:
+    """The tick's remaining physics steps (the fit's ``substeps``): the same ctrl and friction torque, the Stribeck
+    frictionloss updated before each (replay.c)."""
     for _ in range(facts.substeps - 1):
-        if facts.mu_static is not None:
-            v = d.qvel / facts.stribeck_velocity
-            m.dof_frictionloss[:] = fc + (facts.mu_static - fc) * np.exp(-v * v)
+        law.substep(m, d)
         mujoco.mj_step(m, d)
 
 
@@ -555,8 +636,7 @@ def _replay_torque(m: mujoco.MjModel, facts: MjcfFacts, s: RunSchedule, run: Run
     first/last tick outside the log), without clamp or slew: the measured torque is what acted (the fit's replay)."""
     n = m.nv
     m.actuator_forcelimited[:] = 0
-    fc = np.array(m.dof_frictionloss)
-    stribeck = facts.mu_static is not None
+    law = _LawDriver(m, facts, bool(np.any(m.opt.gravity != 0)))
     T = s.n_samples
     q_out, dq_out = np.full((T, n), np.nan), np.full((T, n), np.nan)
     d = mujoco.MjData(m)
@@ -566,13 +646,12 @@ def _replay_torque(m: mujoco.MjModel, facts: MjcfFacts, s: RunSchedule, run: Run
         a, b = int(a), int(b)
         tau, ticks = window_input(s.torque, s.sample_ticks[a:b], facts.delay, facts.torque_offset)
         mujoco.mj_resetData(m, d)
+        law.reset(n)
         d.qpos[:], d.qvel[:] = s.q_meas[a], s.dq_meas[a]
         samples = {int(k): a + i for i, k in enumerate(ticks)}
         k_last, L = int(ticks[-1]), tau.shape[0]
         for k in range(int(ticks[0]), k_last + 1):
-            if stribeck:
-                v = d.qvel / facts.stribeck_velocity
-                m.dof_frictionloss[:] = fc + (facts.mu_static - fc) * np.exp(-v * v)
+            law.before_step1(m, d)
             mujoco.mj_step1(m, d)
             d.ctrl[:] = tau[min(max(k - facts.delay, 0), L - 1)]
             i = samples.get(k)
@@ -580,8 +659,9 @@ def _replay_torque(m: mujoco.MjModel, facts: MjcfFacts, s: RunSchedule, run: Run
                 q_out[i], dq_out[i] = d.qpos, d.qvel
             if k == k_last:
                 break
+            law.after_control(m, d, np.array(d.ctrl))
             mujoco.mj_step2(m, d)
-            _substeps(m, d, facts, fc)
+            _substeps(m, d, facts, law)
             if not (np.all(np.abs(d.qvel) <= vmax) and np.all(np.isfinite(d.qpos))):
                 diverged = True
                 break
