@@ -15,7 +15,7 @@ import numpy as np
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.loss import LossBreakdown, LossWeights, WeightedLoss, run_weights, total_loss
 from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.fit.residuals import stacked_residuals, weighted_residuals
+from isaaclab_sysid.fit.residuals import stacked_weighted_residuals
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
 
 
@@ -59,5 +59,23 @@ class ReplayObjective:
     def residuals(self, X: np.ndarray) -> tuple[np.ndarray, LossBreakdown]:
         """(P, M) stacked weighted residuals and the loss of P normalized candidates, from one rollout."""
         ro = self.rollouts(X)
-        R, _ = stacked_residuals(weighted_residuals(ro, self.runs, self.weights, self.traj_weights))
+        R = stacked_weighted_residuals(ro, self.runs, self.weights, self.traj_weights)
         return R, total_loss(ro, self.runs, self.weights, self.traj_weights)
+
+    def residuals_chunked(self, X: np.ndarray, chunk: int | None) -> tuple[np.ndarray, LossBreakdown]:
+        """:meth:`residuals` of P candidates in backend calls of at most ``chunk`` candidates (None: one call), the
+        (P, M) residuals written into one array: the rollouts of one chunk are held at a time, not of all P
+        (issue 45). A deterministic backend gives the same numbers either way (each candidate is its own env)."""
+        X = np.asarray(X, dtype=float)
+        P = len(X)
+        if chunk is None or P <= chunk:
+            return self.residuals(X)
+        R, parts = None, []
+        for a in range(0, P, chunk):
+            Rc, lb = self.residuals(X[a: a + chunk])
+            if R is None:
+                R = np.empty((P, Rc.shape[1]))
+            R[a: a + len(Rc)] = Rc
+            parts.append(lb)
+            del Rc
+        return R, WeightedLoss.join(parts)

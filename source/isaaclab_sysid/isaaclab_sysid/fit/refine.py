@@ -69,6 +69,7 @@ from isaaclab_sysid.fit.jacobian import stencil
 from isaaclab_sysid.fit.loss import LossBreakdown
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.progress import track_label
+from isaaclab_sysid.fit.residuals import effective_samples
 from isaaclab_sysid.fit.result import RefineSummary, RefineTrackSummary, StageVerdict
 
 #: Damping multipliers tried in one batch every iteration.
@@ -108,6 +109,22 @@ class RefineSettings:
         active_set: solve each LM step over the free coordinates only: a coordinate at a bound whose gradient
             points out of the box is held there (:func:`free_coordinates`) instead of taking part in the solve and
             being clipped afterwards, which bends the other coordinates' step (False: the behaviour before).
+        stat_tol: the per-sample stopping test (issue 45): a track also stops ("negligible", converged) when an
+            accepted step from a finite-difference Jacobian moves the likelihood-ratio statistic by less than this,
+            its gain dL / (L / n_eff) with n_eff the residuals' effective sample count
+            (:func:`~isaaclab_sysid.fit.residuals.effective_samples`): a step no test of the fit could see. On
+            residuals at the white noise n_eff is every sample and ``rtol`` stops first; on a misfit's
+            correlated residual n_eff is small and the test ends the crawl ``rtol`` allows (None: off).
+        separate_level: phase 2 closes a delay track ("separated") as soon as even its optimistic loss, the
+            Gauss-Newton forecast of its minimum (``separate_safety`` x the forecast gain below its loss), exceeds the
+            best track's loss by more than chi^2_1(level) on the same scale ((L_opt - L_best) / (L_best / n_eff)):
+            the data reject that delay, and its track would only spend stencils reaching a loss no test accepts
+            (None: off; tracks ran to ``rtol``, their budget or the 1.5x prune before).
+        separate_safety: the factor on a track's forecast gain in that test (2: the forecast may be half the truth).
+        chunk: roll out at most this many candidates per backend call (None: a batch in one call; 0, the default:
+            one finite-difference stencil, ``n_c + 1``): the rollouts of one chunk are held at a time, so phase 2's
+            stencils of several delay tracks no longer hold every track's rollouts at once (issue 45). A
+            deterministic backend gives the same numbers either way.
     """
 
     max_iter: int = 10
@@ -121,6 +138,17 @@ class RefineSettings:
     single_damping: bool = False
     jacobian_reuse: int = 3
     active_set: bool = True
+    stat_tol: float | None = 0.01
+    separate_level: float | None = 0.999
+    separate_safety: float = 2.0
+    chunk: int | None = 0
+
+
+def chi2_1(level: float) -> float:
+    """Quantile of chi^2 with one degree of freedom (intervals/common.py's, here below the interval layer)."""
+    from statistics import NormalDist
+
+    return float(NormalDist().inv_cdf(0.5 + level / 2.0)) ** 2
 
 
 #: Normalized distance from a bound within which a coordinate counts as at that bound.
@@ -188,6 +216,9 @@ class RefineTrack:
     jacobians: int = 0
     #: rollouts charged to this track this phase (its stencils and its trials): the budget's meter
     spent: int = 0
+    #: the effective sample count of its residuals at its last finite-difference Jacobian (nan: none yet), the
+    #: scale of the per-sample tests (``stat_tol``, ``separate_level``)
+    n_eff: float = float("nan")
 
     def drop_jacobian(self) -> None:
         """Forget the Jacobian (the next iteration rolls out a stencil): a checkpoint does this (see ``__getstate__``)."""
@@ -252,10 +283,12 @@ class LMRefiner:
         self.best = best if best is not None else BestSoFar()
         self.delay_idx = self.space.delay_index
         self.cont = self.space.continuous_index()
+        self.shapes = [tuple(r.q.shape) for r in objective.runs]
 
     # ------------------------------------------------------------ pieces
     def _evaluate(self, X: np.ndarray) -> tuple[np.ndarray, LossBreakdown]:
-        return self.objective.residuals(X)
+        c = self.settings.chunk
+        return self.objective.residuals_chunked(X, len(self.cont) + 1 if c == 0 else c)
 
     def _track_at(self, x: np.ndarray, delay: int | None) -> np.ndarray:
         return self.space.with_delay(x, delay)
@@ -424,6 +457,7 @@ class LMRefiner:
                 self._judge(t, [trials[i] for i in idx], Rt[idx], lbt, idx, [lams[i] for i in idx])
         state.iteration += 1
         in_phase = state.iteration - state.phase_start
+        record["separated"] = self._separate(state)
         best = state.best().loss
         if state.phase == 2 and in_phase >= s.prune_after:
             for t in state.tracks:
@@ -435,6 +469,10 @@ class LMRefiner:
             if t.active and self._out_of_budget(t, in_phase):
                 t.active = False
                 t.stop = "budget"
+        b = state.best()
+        for t in state.tracks:  # only the best's Jacobian is ever read again (the tracks warm-started from it)
+            if not t.active and t is not b and getattr(t, "J", None) is not None:
+                t.drop_jacobian()
         record["phase"] = state.phase
         record["tracks"] = [{"delay": t.delay, "loss": t.loss, "lambda": t.lam, "active": t.active,
                              "start": getattr(t, "start", "")} for t in state.tracks]
@@ -442,9 +480,44 @@ class LMRefiner:
         state.history.append(record)
         self._maybe_next_phase(state)
         self._maybe_widen(state)
+        record["separated"] += self._separate(state)  # the new delay tracks, on their warm-started forecast
+        if state.done:
+            self._maybe_widen(state)
         record["iterations_left"] = self._iterations_left(state)
         self._report(state)
         return record
+
+    def _separate(self, state: RefineState) -> list[int]:
+        """Phase 2: close every active delay track whose optimistic loss the data already reject against the best
+        track (``separate_level``, :class:`RefineSettings`); returns the delays closed. The best track and tracks
+        without a Jacobian (nothing to forecast from) stay; phase 1 is never cut."""
+        s = self.settings
+        if s.separate_level is None or state.phase != 2:
+            return []
+        b = state.best()
+        n_eff = getattr(b, "n_eff", float("nan"))
+        if not (np.isfinite(n_eff) and np.isfinite(b.loss) and b.loss > 0):
+            return []
+        thr = chi2_1(s.separate_level)
+        closed = []
+        for t in state.tracks:
+            if not t.active or t is b or t.delay == b.delay or getattr(t, "J", None) is None or t.r is None:
+                continue
+            L_opt = t.loss - s.separate_safety * self.forecast_gain(t)
+            if (L_opt - b.loss) / (b.loss / n_eff) > thr:
+                t.active = False
+                t.stop = "separated"
+                closed.append(t.delay)
+        return closed
+
+    def forecast_gain(self, t: RefineTrack) -> float:
+        """The Gauss-Newton forecast of how far ``t``'s loss can still fall from its Jacobian: g^T A^+ g over the free
+        coordinates (the linearized minimum without the box, an optimistic forecast)."""
+        g = t.J.T @ t.r
+        A = t.J.T @ t.J
+        free = free_coordinates(t.x[self.cont], g) if self.settings.active_set else np.ones(len(g), dtype=bool)
+        delta = lm_step(A, g, 0.0, free)
+        return max(0.0, -float(2.0 * g @ delta + delta @ A @ delta))
 
     def _iteration_cost(self) -> int:
         """Rollouts of one finite-difference iteration: the stencil (point + one per continuous coordinate) and the
@@ -478,6 +551,7 @@ class LMRefiner:
         a track whose own point diverged stops. Returns the rollouts spent."""
         if not tracks:
             return 0
+        s = self.settings
         n_c = len(self.cont)
         stencils = [stencil(t.x, self.cont, self.settings.h, "forward") for t in tracks]
         R, lb = self._evaluate(np.concatenate([st.X for st in stencils]))
@@ -492,6 +566,8 @@ class LMRefiner:
             t.J, _ = stencils[k].jacobian(R, lb.diverged, on_diverged="zero", offset=off)
             t.r = R[off].copy()
             t.age = 0
+            if s.stat_tol is not None or s.separate_level is not None:
+                t.n_eff = effective_samples(t.r, self.shapes, n_c)
             t.jacobians = getattr(t, "jacobians", 0) + 1
             t.spent = getattr(t, "spent", 0) + n_c + 1
         return len(R)
@@ -515,10 +591,12 @@ class LMRefiner:
             t.accepted += 1
             t.last_gain = float(improvement)
             t.rejected = 0
-            if improvement < s.rtol:
+            n_eff = getattr(t, "n_eff", float("nan"))
+            negligible = s.stat_tol is not None and np.isfinite(n_eff) and improvement * n_eff < s.stat_tol
+            if improvement < s.rtol or negligible:
                 if from_stencil:
                     t.active = False
-                    t.stop = "rtol"
+                    t.stop = "rtol" if improvement < s.rtol else "negligible"
                 else:
                     t.drop_jacobian()  # a small gain from an updated Jacobian: judge it on a fresh one
             if not updated:
@@ -571,6 +649,11 @@ class LMRefiner:
         if b.stop == "rtol":
             return StageVerdict(stage, True, f"its last step lowered the loss by {100 * b.last_gain:.2g} % "
                                 f"(< rtol {100 * s.rtol:.2g} %) after {state.iteration} iterations")
+        if b.stop == "negligible":
+            return StageVerdict(stage, True, f"its last step lowered the loss by {100 * b.last_gain:.2g} %, "
+                                f"{b.last_gain * b.n_eff:.2g} on the likelihood-ratio scale of its {b.n_eff:.0f} "
+                                f"effective samples (< {s.stat_tol:g}: no test could see it) after {state.iteration} "
+                                "iterations")
         if b.stop == "rejected":
             return StageVerdict(stage, True, f"no damping value lowered the loss any more after {b.accepted} accepted "
                                 "steps (a minimum to the precision of the step)")

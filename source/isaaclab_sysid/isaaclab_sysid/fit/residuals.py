@@ -75,8 +75,83 @@ def weighted_residuals(
     return [run_residuals(ro, run, weights, float(w)) for ro, run, w in zip(rollouts, runs, tw)]
 
 
+def stacked_weighted_residuals(
+    rollouts: Sequence[RunRollout],
+    runs: Sequence[Run],
+    weights: LossWeights = LossWeights(),
+    traj_weights: Sequence[float] | None = None,
+) -> np.ndarray:
+    """(P, M) stacked weighted residuals (the layout and bits of ``stacked_residuals(weighted_residuals(...))``),
+    written run by run and channel by channel into one array: no per-run blocks and flat copies held beside it
+    (issue 45: a long run's stencil held the rollouts, the blocks, their flat copy and the stacked one at once)."""
+    if len(rollouts) != len(runs):
+        raise ValueError(f"{len(rollouts)} rollouts for {len(runs)} runs")
+    tw = run_weights(traj_weights, len(runs))
+    P = rollouts[0].q.shape[0] if rollouts else 0
+    M = sum(run.q.shape[0] * (2 * run.q.shape[1] + 3) for run in runs)
+    R = np.empty((P, M))
+    off = 0
+    for ro, run, w in zip(rollouts, runs, tw):
+        T, N = run.q.shape
+        w_run = float(w)
+        for coef, sim, real, n in ((math.sqrt(w_run * weights.w_q / (T * N)) * weights.scale("q"), ro.q, run.q, N),
+                                   (math.sqrt(w_run * weights.w_dq / (T * N)) * weights.scale("dq"), ro.dq, run.dq, N),
+                                   (math.sqrt(w_run * weights.w_x / (T * 3)), ro.ee_pos, run.ee_pos, 3)):
+            R[:, off: off + T * n] = (coef * (sim - real[None])).reshape(P, -1)
+            off += T * n
+    return R
+
+
 def stacked_residuals(res: Sequence[RunResiduals]) -> tuple[np.ndarray, np.ndarray]:
     """(P, M) residuals of every run side by side (squared norm = the total loss), and divergence (P,)."""
     R = np.concatenate([r.flat() for r in res], axis=1)
     div = np.any(np.stack([r.diverged for r in res]), axis=0)
     return R, div
+
+
+def per_sample_blocks(r: np.ndarray, shapes: Sequence[tuple[int, int]]) -> list[np.ndarray]:
+    """The flat residual vector ``r`` (M,) of :func:`stacked_residuals` (one candidate) cut back into one (T, C) block
+    per run (C = 2N + 3: q, dq, x side by side); ``shapes``: each run's (T, N)."""
+    out, off = [], 0
+    for T, N in shapes:
+        q = r[off: off + T * N].reshape(T, N)
+        dq = r[off + T * N: off + 2 * T * N].reshape(T, N)
+        x = r[off + 2 * T * N: off + 2 * T * N + 3 * T].reshape(T, 3)
+        off += T * (2 * N + 3)
+        out.append(np.concatenate([q, dq, x], axis=1))
+    if off != r.shape[-1]:
+        raise ValueError(f"{r.shape[-1]} residuals for runs of {off}")
+    return out
+
+
+def autocorr_time(blocks: Sequence[np.ndarray]) -> float:
+    """Energy-weighted integrated autocorrelation time [samples] of residual blocks (per run, (T, C)), by FFT.
+
+    tau = 1 + 2 sum_k rho_k over the initial positive sequence (the first non-positive lag ends it), the
+    autocovariance summed over runs and channels: the estimate of ``intervals/curvature.integrated_autocorr_time``
+    in O(T log T) per channel instead of O(T^2)."""
+    num = None
+    for b in blocks:
+        T = b.shape[0]
+        if T < 2:
+            continue
+        x = b - b.mean(axis=0, keepdims=True)
+        n = 1 << int(np.ceil(np.log2(2 * T)))
+        f = np.fft.rfft(x, n=n, axis=0)
+        ac = np.fft.irfft(np.abs(f) ** 2, n=n, axis=0)[: T // 2 + 1].sum(axis=1)
+        num = ac if num is None else num[: min(len(num), len(ac))] + ac[: min(len(num), len(ac))]
+    if num is None or not num[0] > 0:
+        return 1.0
+    rho = num / num[0]
+    nonpos = np.nonzero(rho[1:] <= 0.0)[0]
+    stop = 1 + (int(nonpos[0]) if len(nonpos) else len(rho) - 1)
+    return float(1.0 + 2.0 * np.sum(rho[1:stop]))
+
+
+def effective_samples(r: np.ndarray, shapes: Sequence[tuple[int, int]], n_params: int = 0) -> float:
+    """How many independent residuals ``r`` (M,) is worth: (M - p) / tau, tau its integrated autocorrelation time
+    (:func:`autocorr_time`, at least 1). The likelihood-ratio statistic of a loss gap dL at loss L is then
+    dL / (L / n_eff): the delay union's (intervals/delay_union.py) with kappa = tau, the scale the refinement's
+    per-sample tests read (fit/refine.py)."""
+    tau = max(1.0, autocorr_time(per_sample_blocks(r, shapes)))
+    return max(1.0, (r.shape[-1] - n_params) / tau)

@@ -119,6 +119,31 @@ class Sensitivity:
         return [np.einsum("tcp,tc->tp", J, r) for J, r in zip(self.J, self.r)]
 
 
+#: candidates rolled out per backend call by :func:`sensitivity` (issue 45: the rollouts of one chunk are held at a
+#: time, not of every stencil candidate; a deterministic backend gives the same numbers either way)
+SENSITIVITY_CHUNK = 16
+
+
+def _per_sample_residuals(objective: ReplayObjective, Xa: np.ndarray,
+                          chunk: int = SENSITIVITY_CHUNK) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per run the (K, T, C) weighted residuals of the K candidates ``Xa``, and their divergence (K,), rolled out
+    ``chunk`` candidates at a time into one array per run."""
+    runs = objective.runs
+    K = len(Xa)
+    R = [np.empty((K, run.q.shape[0], 2 * run.q.shape[1] + 3)) for run in runs]
+    div = np.zeros(K, dtype=bool)
+    for a in range(0, K, chunk):
+        res = weighted_residuals(objective.rollouts(Xa[a: a + chunk]), runs, objective.weights, objective.traj_weights)
+        for Rr, r in zip(R, res):
+            k = r.q.shape[0]
+            Rr[a: a + k, :, : r.q.shape[2]] = r.q
+            Rr[a: a + k, :, r.q.shape[2]: r.q.shape[2] + r.dq.shape[2]] = r.dq
+            Rr[a: a + k, :, r.q.shape[2] + r.dq.shape[2]:] = r.x
+        div[a: a + chunk] = np.any(np.stack([r.diverged for r in res]), axis=0)
+        del res
+    return R, div
+
+
 def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, profile_delay: bool = True) -> Sensitivity:
     """Roll out the optimum, its finite-difference neighbours and the delay profile in one backend call.
 
@@ -147,9 +172,7 @@ def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, 
             delay_idx[d] = len(X)
             X.append(space.with_delay(x0, d))
     Xa = np.asarray(X)
-    res = weighted_residuals(objective.rollouts(Xa), runs, objective.weights, objective.traj_weights)
-    R = [r.per_sample() for r in res]
-    div = np.any(np.stack([r.diverged for r in res]), axis=0)
+    R, div = _per_sample_residuals(objective, Xa)
     if div[0]:
         raise IntervalError("the fitted candidate diverges on at least one run: no interval can be computed there")
     W = space.widths()[cont]
