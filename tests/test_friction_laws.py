@@ -156,12 +156,15 @@ def test_fit_groups_take_law_names_and_refuse_incomplete_laws():
 
 
 def test_backends_without_a_law_refuse_it_in_one_line():
-    """The Isaac Lab backend does not run the richer laws yet: a batch with their groups is refused, one line."""
+    """The Isaac Lab backend runs the Stribeck, sigmoid and Dahl laws (tests/test_isaaclab_backend.py) but not the
+    load law: a batch with its groups is refused, one line."""
     backend = pytest.importorskip("isaaclab_sysid.sim.isaaclab_backend.backend")
-    for name in LAW_CASES:
-        with pytest.raises(UnsupportedParameterError) as exc:
-            check_supported(law_batch(name), backend.IsaacLabBackend.supported_groups, "isaaclab")
-        assert "\n" not in str(exc.value) and "cannot represent" in str(exc.value)
+    supported = backend.IsaacLabBackend.supported_groups
+    for name in ("stribeck", "sigmoid", "dahl"):
+        check_supported(law_batch(name), supported, "isaaclab")
+    with pytest.raises(UnsupportedParameterError) as exc:
+        check_supported(law_batch("load"), supported, "isaaclab")
+    assert "\n" not in str(exc.value) and "cannot represent" in str(exc.value)
 
 
 def test_exports_refuse_a_law_they_would_reduce():

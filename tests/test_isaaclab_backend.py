@@ -116,9 +116,35 @@ def test_conformance_detects_a_one_tick_shift(conformance):
         assert np.sqrt(np.mean((mj[r].q[1] - mj[r].q[0]) ** 2)) > 20 * Q_RMS_TOL
 
 
+LAW_CASES = {
+    "stribeck": dict(mu_static=0.5, dynamic_ratio=0.5, stribeck_shape=1.5),
+    "sigmoid": dict(sigmoid_amplitude=0.5, sigmoid_slope=8.0, sigmoid_offset=0.02),
+    "dahl": dict(friction=0.3, presliding_stiffness=200.0),
+}
+
+
+@pytest.mark.parametrize("name", list(LAW_CASES))
+def test_friction_laws_conform_with_mujoco(robot, backends, name):
+    """Issue 46: the Stribeck law (a friction coefficient written every tick: Newton's joint friction is MuJoCo's
+    frictionloss), the sigmoid and the Dahl law (a torque added every tick) replay on Newton as on MuJoCo."""
+    il, mj = backends
+    runs = [pd_run(robot), task_run(robot)]
+    one = np.ones((2, N))
+    b = CandidateBatch(armature=0.1 * one, viscous=0.3 * one, delay=np.array([1, 2]),
+                       **{g: v * one for g, v in LAW_CASES[name].items()})
+    a, m = il.rollout(b, runs), mj.rollout(b, runs)
+    coulomb = mj.rollout(CandidateBatch(armature=0.1 * one, viscous=0.3 * one, delay=np.array([1, 2]),
+                                        friction=0.25 * one), runs)
+    for r in range(2):
+        q_rms = _rms(a[r].q, m[r].q)
+        print(f"{name} {runs[r].name}: q RMS [urad] {np.round(q_rms * 1e6, 3)}")
+        assert not a[r].diverged.any() and np.all(q_rms < Q_RMS_TOL), q_rms
+        assert _rms(coulomb[r].q, m[r].q).min() > 20 * Q_RMS_TOL  # the law is not a no-op at this tolerance
+
+
 def test_refuses_groups_newton_cannot_represent(backends):
     il, _ = backends
-    for g in ("dynamic_ratio", "mu_static"):
+    for g in ("load_friction_motor", "load_friction_external"):
         with pytest.raises(UnsupportedParameterError, match=g):
             il.rollout(CandidateBatch(**{g: np.full((1, N), 0.5)}), [])
     with pytest.raises(ValueError, match="max_delay"):

@@ -41,6 +41,7 @@ import torch
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import Robot
+from isaaclab_sysid.sim.friction import LAW_IDS, LAWS, batch_law
 from isaaclab_sysid.sim.interface import (
     CandidateBatch,
     ReplayBackend,
@@ -85,7 +86,12 @@ class IsaacLabBackend(ReplayBackend):
     """
 
     name = "isaaclab"
-    supported_groups = frozenset({"armature", "friction", "viscous", "delay"})
+    #: the friction laws (sim/friction.py) it runs: Stribeck as a friction coefficient written every tick (Newton's
+    #: joint friction is MuJoCo's frictionloss), the sigmoid and Dahl laws as a torque added every tick; the load law
+    #: (which needs the bias torque of every env) is refused
+    supported_groups = frozenset({"armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio",
+                                  "stribeck_velocity", "stribeck_shape", "sigmoid_amplitude", "sigmoid_slope",
+                                  "sigmoid_offset", "presliding_stiffness"})
 
     def __init__(
         self,
@@ -207,6 +213,13 @@ class IsaacLabBackend(ReplayBackend):
 
     def _params(self, batch: CandidateBatch) -> dict[str, np.ndarray]:
         out = candidate_arrays(batch, self._nominal, self.n_dof)
+        law, table = batch_law(batch, self.n_dof, self.options.stribeck_velocity)
+        if law.acts_as == "force" and self.options.torque_clamp:
+            raise UnsupportedParameterError(
+                f"backend '{self.name}': the {law.name} friction law's torque goes through the Isaac Lab actuator, "
+                "which would clip it with the drive's under --torque_clamp; use --backend mujoco")
+        out["law_id"] = np.full(batch.size, law.law_id, dtype=np.int64)
+        out["law_p"] = table
         dl = out["delay"]
         if np.any(dl > self.max_delay):
             raise ValueError(
@@ -220,8 +233,8 @@ class IsaacLabBackend(ReplayBackend):
         """Replay every run for every candidate (see :class:`ReplayBackend`).
 
         Raises:
-            UnsupportedParameterError: ``mu_static`` / ``dynamic_ratio`` (Newton has
-                Coulomb friction only and ignores a dynamic friction coefficient).
+            UnsupportedParameterError: a group of the load-dependent friction law, or a force law (sigmoid, Dahl)
+                under ``torque_clamp``.
         """
         check_supported(batch, self.supported_groups, self.name)
         torque = [r.name for r in runs if r.meta.controller == "torque"]
@@ -304,7 +317,11 @@ class ReplayProgram:
         f64 = dict(dtype=torch.float64, device=device)
         self.scheds, self.params, self.P, self.E = scheds, params, P, E
         self.W = options.warmup_ticks
-        self.blocks = blocks = _EnvBlocks.layout(scheds, params, P, E, n, slew_on=bool(options.slew_limit))
+        law = LAWS[{v: k for k, v in LAW_IDS.items()}[int(params["law_id"][0])]] if "law_id" in params else LAWS["coulomb"]
+        # a force law's torque must not pass through the delayed PD actuator (it would be delayed): its joint_pd
+        # envs are computed in torch, like the slew limit's
+        self.blocks = blocks = _EnvBlocks.layout(scheds, params, P, E, n,
+                                                 slew_on=bool(options.slew_limit) or law.acts_as == "force")
         self.q_init = torch.tensor(np.stack([scheds[r].q_init for r in blocks.run_of]), **f64)
         self.last = max(s.last_tick for s in scheds)
         self.n_ticks = self.W + self.last + 1
@@ -319,11 +336,17 @@ class ReplayProgram:
         # the feed-forward effort of every env: the torque envs' applied torque, 0 for the others
         self.effort = torch.zeros(E, n, **f64)
         self.extra: torch.Tensor | None = None
+        self.friction = _Friction(law, params, blocks, f64) if law.name != "coulomb" else None
         self.done = False
 
     def write_to(self, arm: ArmIO) -> None:
-        """Every env's joint properties (its candidate's) and actuator (gains and delay)."""
-        self.blocks.write_to(arm, self.params)
+        """Every env's joint properties (its candidate's) and actuator (gains and delay); the arm the friction law
+        writes its per-tick friction to."""
+        params = self.params
+        if self.friction is not None and self.friction.law.acts_as == "force":  # no frictionloss under a force law
+            params = {**params, "friction": np.zeros_like(params["friction"])}
+        self.blocks.write_to(arm, params)
+        self._arm = arm
 
     def tick(self, j: int, q: torch.Tensor, qd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Tick j from the state (E, N) float64 at its start: (position targets, efforts) for its step, or None
@@ -339,6 +362,8 @@ class ReplayProgram:
             return None
         pos_target = torch.where(self._native_t[:, None], self.qtab[j][self._run_t], self.q_init)
         eff = self.effort if self.extra is None else self.effort + self.extra
+        if self.friction is not None:  # the friction law of this tick: a friction written, or a torque added
+            eff = eff + self.friction.step(self._arm, qd)
         return pos_target, torch.where(self.div.diverged[:, None], 0.0, eff)
 
     def sampled(self, k: int) -> list[tuple[int, int]]:
@@ -417,6 +442,38 @@ class _EnvBlocks:
         props = {g: np.where(self.active[:, None], params[g][self.cand_of], 0.0) for g in ("armature", "friction", "viscous")}
         arm.write_joint_properties(props["armature"], props["friction"], props["viscous"])
         arm.write_actuator(self.kp, self.kd, np.where(self.native_pd, self.delay, 0))
+
+
+class _Friction:
+    """The friction law of the batch, every tick (sim/friction.py; the native loop's order): the Stribeck budget
+    from the velocity at the tick's start written as every env's joint friction coefficient; the sigmoid's torque
+    from that velocity; the Dahl torque from its state, which then advances over the tick. Idle envs: none."""
+
+    def __init__(self, law, params: dict, blocks: "_EnvBlocks", f64: dict) -> None:
+        act = torch.tensor(blocks.active, device=f64["device"])[:, None]
+        self.law = law
+        self.p = torch.tensor(params["law_p"][blocks.cand_of], **f64) * act[..., None]
+        self.fc = torch.tensor(params["friction"][blocks.cand_of], **f64) * act
+        self.state = torch.zeros_like(self.fc)
+        if law.name not in ("stribeck", "sigmoid", "dahl"):
+            raise UnsupportedParameterError(f"backend 'isaaclab' cannot run the {law.name} friction law")
+
+    def step(self, arm: "ArmIO", qd: torch.Tensor) -> torch.Tensor:
+        """(E, N) the torque the law adds this tick (0 for a budget law, which is written to ``arm`` instead)."""
+        p = self.p
+        if self.law.name == "stribeck":
+            x = (qd / torch.where(p[..., 1] > 0, p[..., 1], 1.0)).abs()
+            e = torch.where(p[..., 2] == 2.0, x * x, x ** p[..., 2])
+            arm.write_friction(self.fc + (p[..., 0] - self.fc) * torch.exp(-e))
+            return torch.zeros_like(qd)
+        if self.law.name == "sigmoid":
+            a, sl, o = p[..., 0], p[..., 1], p[..., 2]
+            return -(a / (1.0 + torch.exp(-sl * (qd + o))) - a / (1.0 + torch.exp(-sl * o)))
+        f = -self.state
+        target = self.fc * torch.sign(qd)
+        decay = torch.exp(-p[..., 0] * qd.abs() * TICK_S / torch.where(self.fc > 0, self.fc, 1.0))
+        self.state = torch.where(self.fc > 0, target + (self.state - target) * decay, 0.0)
+        return f
 
 
 def _setpoint_tables(scheds: list[RunSchedule], W: int, last: int, n: int, f64: dict) -> tuple[torch.Tensor, torch.Tensor]:

@@ -142,6 +142,11 @@ class ArmIO:
         r.write_joint_friction_coefficient_to_sim_index(joint_friction_coeff=f32(friction), joint_ids=ids)
         r.write_joint_viscous_friction_coefficient_to_sim_index(joint_viscous_friction_coeff=f32(viscous), joint_ids=ids)
 
+    def write_friction(self, friction: torch.Tensor) -> None:
+        """Every env's Coulomb friction torque [N m] (E, N) for the next step (a friction law's budget per tick)."""
+        self.robot.write_joint_friction_coefficient_to_sim_index(
+            joint_friction_coeff=friction.to(dtype=torch.float32, device=self.device), joint_ids=self.joint_ids)
+
     def write_actuator(self, kp: np.ndarray, kd: np.ndarray, delay: np.ndarray) -> None:
         """Per-env PD gains (E, N) and delay (E,) [ticks] of the ``arm`` actuator group."""
         from isaaclab.actuators.newton import write_group_parameter
