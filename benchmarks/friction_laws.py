@@ -14,6 +14,12 @@ Two measurements, each against a reference measured in the same run:
     python benchmarks/friction_laws.py                    # full size: 8 s fit runs, every law
     python benchmarks/friction_laws.py --ci --laws sigmoid
     python benchmarks/friction_laws.py --throughput-only
+    python benchmarks/friction_laws.py --matrix            # truth law x controller: what --fit_groups auto chooses
+
+The matrix records, for each truth law (Coulomb and the four above) and controller (joint PD, task impedance), two
+fit runs and a held-out run at other gains (1 kHz, noise on q, qd and the torque) and runs the fit job with its
+defaults (``--fit_groups auto``: Coulomb / static, then the law step): the law chosen, the delay, the held-out RMS
+over the floor (two twins of the held-out run), the verdict and the wall time.
 """
 
 from __future__ import annotations
@@ -79,9 +85,57 @@ CI = Size(3.0, 3.0, 6, 2.0, 8)
 
 
 def twin(law: str) -> TwinParams:
-    fc, groups = TRUTHS[law]
+    fc, groups = TRUTHS[law] if law != "coulomb" else (COULOMB, None)
     return TwinParams(robot="franka_panda", armature=ARMATURE, friction=fc, viscous=VISCOUS, delay=DELAY,
                       friction_model=law, law_params=groups, torque_clamp=False, slew_limit=False, noise=NOISE)
+
+
+def joint(robot, seconds: float, seed: int, kp_scale: float = 1.0):
+    from isaaclab_sysid.twin.demo import JOINT_KD, JOINT_KP, joint_target
+
+    return joint_target(robot, seconds, seed, f"joint_{seed}", kp=kp_scale * JOINT_KP, kd=kp_scale * JOINT_KD)
+
+
+def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int | None = None) -> dict:
+    """One cell: record the twin of ``truth`` under ``controller``, run the fit job with its defaults, score."""
+    from pathlib import Path
+
+    from isaaclab_sysid.data import write_run
+    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.fit.result import RESULT_FILE
+    from isaaclab_sysid.jobs.fit_job import run_fit
+    from isaaclab_sysid.jobs.law_choice import LAW_CHOICE_FILE
+    from isaaclab_sysid.jobs.model_choice import CHOICE_FILE
+    from isaaclab_sysid.sim.friction import law_of_groups
+
+    robot = load_robot("franka_panda")
+    tp = twin(truth)
+    if controller == "joint_pd":
+        targets = [joint(robot, seconds, 40), joint(robot, seconds, 50)]
+        held = joint(robot, seconds, 60, kp_scale=1.5)
+    else:
+        targets = [task(robot, "chirp", seconds, 200, 20, 1), task(robot, "multiband", seconds, 200, 20, 5)]
+        held = task(robot, "multiband", seconds, 500, 30, 7)
+    work = Path(work) / f"{truth}_{controller}"
+    work.mkdir(parents=True, exist_ok=True)
+    csvs = [str(write_run(record_twin(robot, t, tp, seed=i + 1, log_rate_hz=1000.0), work / f"fit_{i}.csv")[0])
+            for i, t in enumerate(targets)]
+    heldout = record_twin(robot, held, tp, seed=3, log_rate_hz=1000.0)
+    floor = rms_between_runs(heldout, record_twin(robot, held, tp, seed=4, log_rate_hz=1000.0))["q_rms_all_mrad"]
+    t0 = time.perf_counter()
+    out = run_fit(FitArgs.build(real_csv=csvs, log_dir=str(work / "logs"), plots=False, quiet=True), log=lambda s: None)
+    wall = time.perf_counter() - t0
+    res = FitResult.read(out / RESULT_FILE)
+    backend = MujocoBackend(robot, ReplayOptions(), n_threads=threads)
+    ev = evaluate_params(backend, res, [heldout], LossWeights())
+    backend.close()
+    law_file = out / LAW_CHOICE_FILE
+    scores = json.loads(law_file.read_text())["scores"] if law_file.exists() else []
+    return {"truth": truth, "controller": controller, "chosen": law_of_groups(res.space.group_names).name,
+            "static_step": json.loads((out / CHOICE_FILE).read_text())["reason"], "delay": res.delay,
+            "heldout_over_floor": ev.fitted[0].q_rms_all_mrad / floor, "verdict": res.adequacy.verdict if res.adequacy
+            else None, "wall_s": wall,
+            "bic": {sc["law"]: sc["bic"] if sc["bic"] is not None else f"forecast {sc['forecast_bic']}" for sc in scores}}
 
 
 def task(robot, kind: str, seconds: float, kp_t: float, kp_r: float, seed: int):
@@ -199,10 +253,30 @@ def main() -> int:
     ap.add_argument("--ci", action="store_true", help="the test suite's small size")
     ap.add_argument("--laws", default=",".join(TRUTHS), help=f"comma-separated laws to recover ({', '.join(TRUTHS)})")
     ap.add_argument("--throughput-only", action="store_true", help="only the throughput ratios")
+    ap.add_argument("--matrix", action="store_true", help="truth law x controller: what --fit_groups auto chooses")
+    ap.add_argument("--controllers", default="joint_pd,task_impedance", help="the matrix's controllers")
+    ap.add_argument("--truths", default="coulomb," + ",".join(TRUTHS), help="the matrix's truth laws")
+    ap.add_argument("--seconds", type=float, default=None, help="the matrix's run length [s] (default 3, CI 1.5)")
     ap.add_argument("--threads", type=int, default=None, help="backend threads (default: all cores)")
     ap.add_argument("--json", help="also write the figures to this JSON file")
     a = ap.parse_args()
     size = CI if a.ci else FULL
+    if a.matrix:
+        import tempfile
+
+        rows = []
+        with tempfile.TemporaryDirectory() as work:
+            for truth in a.truths.split(","):
+                for ctl in a.controllers.split(","):
+                    r = matrix_cell(truth, ctl, a.seconds or (1.5 if a.ci else 3.0), work, a.threads)
+                    rows.append(r)
+                    print(f"truth {r['truth']:8s} {r['controller']:15s} -> {r['chosen']:8s} delay {r['delay']} "
+                          f"held-out {r['heldout_over_floor']:.2f}x floor, {r['verdict']}, {r['wall_s']:.0f} s; "
+                          f"BIC {r['bic']}", flush=True)
+        if a.json:
+            with open(a.json, "w") as fh:
+                json.dump(rows, fh, indent=2, default=str)
+        return 0
     out: dict = {"throughput": throughput(size, a.threads)}
     if not a.throughput_only:
         out["recovery"] = []
