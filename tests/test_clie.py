@@ -253,7 +253,7 @@ def test_bad_flags_are_one_line_errors(twin, tmp_path, capsys, extra, named):
     out = tmp_path / "o"
     argv = ["--rb-params", str(rb_params), "--runs", str(paths[0]), "--delay", "2", "--out", str(out), *extra]
     assert load_script("refine_inertials").main(argv) == 2
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err
     assert printed.startswith("error: ") and named in printed and printed.count("\n") == 1, printed
     assert not out.exists()
 
@@ -278,7 +278,7 @@ def test_bad_files_are_one_line_errors(twin, tmp_path, capsys):
     cases.append((["--rb-params", str(rb_params), "--runs", str(paths[0]), "--joint-fit", str(fit)], "friction"))
     for argv, named in cases:
         assert script.main([*argv, "--out", str(out)]) == 2
-        printed = capsys.readouterr().out
+        printed = capsys.readouterr().err
         assert printed.startswith("error: ") and named in printed and printed.count("\n") == 1, (argv, printed)
     assert not out.exists()
 

@@ -182,7 +182,7 @@ def test_cli_refuses_a_bad_flag_before_any_work(franka, tmp_path, capsys, flags,
     script = load_script("identify_rigid_body")
     out = tmp_path / "o"
     assert script.main(["--runs", str(paths[0]), "--out", str(out), *flags]) == 2
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err
     assert printed.startswith(f"error: {named}") and printed.count("\n") == 1, printed
     assert not out.exists()
 
@@ -251,7 +251,7 @@ def test_seed_fit_from_rb_params_starts_the_replay_near_the_twin(franka, tmp_pat
     assert load_script("seed_fit").main(["--rb-params", str(out / "rb_params.json"), "--out", str(seed_path)]) == 0
     assert "motor_delay_steps: not seeded" in capsys.readouterr().out
     assert seed_main(SeedArgs(rb_params=out / "rb_params.json", out=tmp_path / "x.json", delay=-1)) == 2
-    assert capsys.readouterr().out.startswith("error: --delay must be >= 0")
+    assert capsys.readouterr().err.startswith("error: --delay must be >= 0")
     seed = json.loads(seed_path.read_text())["best_params_decoded"]
     assert "motor_delay_steps" not in seed
     arm, fric, visc = (np.array(seed[k]) for k in ("armature", "friction", "viscous"))

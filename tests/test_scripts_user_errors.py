@@ -32,7 +32,7 @@ CASES: dict[str, list[str]] = {
     "preflight.py": ["{bad}"],
     "record_friction_twin.py": ["--session_s", "-1", "--out", "{tmp}"],
     "record_twin.py": ["--target_run", MISSING, "--out", "{tmp}"],
-    "refine_inertials.py": ["--rb_params", "/nonexistent/rb_params.json", "--runs", MISSING, "--out", "{tmp}"],
+    "refine_inertials.py": ["--rb_params", "/nonexistent/rb_params.json", "--runs", MISSING, "--delay", "2", "--out", "{tmp}"],
     "seed_fit.py": ["--rb_params", "/nonexistent/rb_params.json", "--out", "{tmp}/seed.json"],
     "sysid_franka_osc.py": ["--real_csv", "{bad}", "--log_dir", "{tmp}"],
     "track_friction.py": [MISSING, "--out", "{tmp}"],
@@ -41,10 +41,6 @@ CASES: dict[str, list[str]] = {
 #: scripts that take no user input
 NO_INPUT = {"demo.py": "runs the bundled runs with fixed settings (argparse only for --help)"}
 #: known to fail the contract, outside this change's files (strict: the test says when they are fixed)
-KNOWN = {s: "rigid_body/ prints its one-line error on stdout (rigid_body/cli.py, seed_cli.py, clie/cli.py's log)"
-         for s in ("identify_rigid_body.py", "refine_inertials.py", "seed_fit.py")}
-
-
 def test_every_script_has_a_case():
     scripts = {p.name for p in (REPO / "scripts").glob("*.py")}
     assert scripts == set(CASES) | set(NO_INPUT), "add the new script to CASES (or NO_INPUT)"
@@ -61,8 +57,7 @@ def bad_csv(tmp_path_factory) -> Path:
     return csv
 
 
-@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN[s], strict=True))
-                                    if s in KNOWN else s for s in sorted(CASES)])
+@pytest.mark.parametrize("script", sorted(CASES))
 def test_user_error_is_one_line_and_exit_2(script, tmp_path, bad_csv):
     args = [a.format(tmp=tmp_path / "out", bad=bad_csv) for a in CASES[script]]
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / script), *args], capture_output=True, text=True,

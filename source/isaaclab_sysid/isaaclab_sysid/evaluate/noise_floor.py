@@ -21,6 +21,7 @@ import numpy as np
 
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.adequacy_record import NoiseFloor
+from isaaclab_sysid.utils.errors import UserError
 
 #: setpoints of two repeats must agree to this [rad, m, -] (CSV round-off of one schedule)
 SETPOINT_TOL = 1e-6
@@ -28,7 +29,7 @@ SETPOINT_TOL = 1e-6
 GAIN_RTOL = 1e-9
 
 
-class NotRepeatsError(ValueError):
+class NotRepeatsError(UserError, ValueError):
     """Two runs given as repeats are not repeats of one excitation (the message is one line naming both)."""
 
 

@@ -9,6 +9,8 @@ exit status 2 (:func:`main_from_args`).
 
 from __future__ import annotations
 
+import sys
+
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -144,11 +146,11 @@ class Prepared:
 
 
 def main_from_args(args: IdentifyArgs) -> int:
-    """Run; a :class:`RigidBodyError` becomes one line ``error: ...`` on stdout and exit status 2."""
+    """Run; a :class:`RigidBodyError` becomes one line ``error: ...`` on stderr and exit status 2."""
     try:
         run(args)
     except RigidBodyError as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from isaaclab_sysid.utils.errors import UserError
 
 #: Estimators of :func:`~isaaclab_sysid.rigid_body.estimate.estimate`.
 METHODS = ("ols", "wls", "tls", "iv")
@@ -36,7 +37,7 @@ FLAGS = {
 }
 
 
-class RigidBodyError(ValueError):
+class RigidBodyError(UserError, ValueError):
     """A user-facing failure of the rigid-body identification: one line (it names the flag or
     file), printed as ``error: <message>`` with exit status 2 by the command-line tools."""
 

@@ -9,6 +9,8 @@ one line ``error: ...`` and exit status 2 (:func:`main_from_args`).
 
 from __future__ import annotations
 
+import sys
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,7 +64,7 @@ def main_from_args(args: SeedArgs) -> int:
         runs = [read_run(p) for p in args.delay_runs]
         seed = build_seed(args.rb_params, robot.joint_names, runs, args.max_lag_ticks, args.delay)
     except (OSError, ValueError, KeyError, RunFormatError, RobotConfigError) as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     path = write_seed(args.out, seed)
     print_seed(seed, robot.name, path)

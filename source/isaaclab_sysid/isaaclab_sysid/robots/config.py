@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isaaclab_sysid.paths import ROBOT_CONFIGS_DIR
+from isaaclab_sysid.utils.errors import UserError
 
 
-class RobotConfigError(ValueError):
+class RobotConfigError(UserError, ValueError):
     """A robot config file is missing, malformed or points at a missing URDF."""
 
 

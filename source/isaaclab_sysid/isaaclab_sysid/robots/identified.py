@@ -21,12 +21,13 @@ from isaaclab_sysid.robots import LinkInertial
 from isaaclab_sysid.robots.overrides import inertial_violation
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import read_json
+from isaaclab_sysid.utils.errors import UserError
 
 NOMINAL_SCHEMA = "isaaclab_sysid.link_inertials/1"
 RB_PARAMS_SCHEMA = "isaaclab_sysid.rb_params/1"
 
 
-class NominalFileError(ValueError):
+class NominalFileError(UserError, ValueError):
     """The inertial override file is malformed or marked not to be used (the message names the file and key)."""
 
 
@@ -129,7 +130,7 @@ def write_rb_params(path: str | Path, payload: dict) -> Path:
     return atomic_write_json(path, {"schema": RB_PARAMS_SCHEMA, **payload})
 
 
-class RbParamsError(ValueError):
+class RbParamsError(UserError, ValueError):
     """An ``rb_params.json`` that cannot be read or lacks what its reader needs (the message names the file and key)."""
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from isaaclab_sysid.utils.errors import UserError
+
 
 @dataclass(frozen=True)
 class JointOverrides:
@@ -80,7 +82,7 @@ ENGINE_RULES = {
 PHYSICAL_REL_TOL = 1e-12
 
 
-class InertialError(ValueError):
+class InertialError(UserError, ValueError):
     """A link inertial a replay engine would refuse or alter (the message names the link and its moments)."""
 
 

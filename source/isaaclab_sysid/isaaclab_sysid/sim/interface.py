@@ -16,6 +16,7 @@ import numpy as np
 
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.sim.shooting import run_windows
+from isaaclab_sysid.utils.errors import UserError
 
 #: Every parameter group a backend may support (see DESIGN: "Parameters fitted by replay").
 PARAM_GROUPS = ("armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio", "stribeck_velocity",
@@ -26,7 +27,7 @@ LAW_GROUPS = ("mu_static", "dynamic_ratio", "stribeck_velocity", "stribeck_shape
               "sigmoid_offset", "load_friction_motor", "load_friction_external", "presliding_stiffness")
 
 
-class UnsupportedParameterError(ValueError):
+class UnsupportedParameterError(UserError, ValueError):
     """The backend cannot represent a requested parameter group (never silently ignored)."""
 
 

@@ -10,11 +10,12 @@ from typing import Any
 
 from isaaclab_sysid.robots import Robot
 from isaaclab_sysid.sim.interface import ReplayBackend, ReplayOptions
+from isaaclab_sysid.utils.errors import UserError
 
 BACKENDS = ("mujoco", "isaaclab")
 
 
-class BackendUnavailableError(RuntimeError):
+class BackendUnavailableError(UserError, RuntimeError):
     """The requested backend cannot be built in this environment."""
 
 

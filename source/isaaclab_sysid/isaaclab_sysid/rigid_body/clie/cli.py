@@ -5,6 +5,7 @@ Part of CLIE (:mod:`isaaclab_sysid.rigid_body.clie`, its docstring has the metho
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,7 +145,7 @@ def main_from_args(args: RefineArgs, log=print) -> int:  # noqa: ANN001 - a prin
             joints = joint_start_from_rb_params(args.rb_params, robot.joint_names, int(args.delay))
         obj = ClieObjective(robot, runs, start, joints, opt)
     except (RigidBodyError, RunFormatError, RobotConfigError, OSError, ValueError) as exc:
-        log(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     log(robot.arm_line())  # what the arm carries, once every flag is checked (a bad flag stays one line)
     try:
@@ -154,7 +155,7 @@ def main_from_args(args: RefineArgs, log=print) -> int:  # noqa: ANN001 - a prin
         try:
             result = refine(obj, log)
         except RigidBodyError as exc:
-            log(f"error: {exc}")
+            print(f"error: {exc}", file=sys.stderr)
             return 2
         scores = score_stages(obj, result, heldout)
     finally:
@@ -164,7 +165,7 @@ def main_from_args(args: RefineArgs, log=print) -> int:  # noqa: ANN001 - a prin
     try:
         paths = write_clie(args.out, obj, result, scores)
     except InertialError as exc:  # a body lighter than its fixed children: no file, the cause said
-        log(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     print_summary(obj, result, scores, paths, log)
     return 0

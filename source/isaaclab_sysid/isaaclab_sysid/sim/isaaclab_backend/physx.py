@@ -16,9 +16,10 @@ machines, so this path is import-guarded and untested here (docs/backends.md):
 from __future__ import annotations
 
 import importlib.util
+from isaaclab_sysid.utils.errors import UserError
 
 
-class PhysxUnavailableError(RuntimeError):
+class PhysxUnavailableError(UserError, RuntimeError):
     """Isaac Sim (PhysX) is not importable in this environment."""
 
 
