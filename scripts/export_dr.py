@@ -107,7 +107,7 @@ def main(args: Args) -> int:
                              unidentified=args.unidentified, delay_margin=args.delay_margin, rho_override=args.rho)
         out = Path(args.out) if args.out else ctx.fit_dir / "export"
         paths, warns = export(ctx, out, rep, policy, args.rb_params, args.asset_name, args.viscous, args.physics_dt,
-                              physics=args.physics)
+                              physics=args.physics, log=log)
         if args.usd:
             paths["usd"] = _write_usd(ctx, out, args.physics)
         if args.mjcf:

@@ -208,14 +208,23 @@ def check_exported_law(space: ParamSpace, target: str) -> None:
 
 def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: RangePolicy, rb_params: str | None = None,
            asset_name: str = "robot", viscous: str = "independent", physics_dt: float = TICK_S,
-           stem: str = "sysid_dr", physics: str = "newton") -> tuple[dict[str, Path], list[str]]:
-    """Write the neutral JSON/YAML and the Isaac Lab module; returns paths and warnings.
+           stem: str = "sysid_dr", physics: str = "newton",
+           log: Callable[[str], None] | None = None) -> tuple[dict[str, Path], list[str]]:
+    """Write the neutral JSON/YAML and the Isaac Lab module; returns paths and warnings. The record says what the
+    arm carries (``meta.robot``; ``log`` prints it), as every stage that builds the arm does.
 
     Raises:
         ValueError: the fit cannot be written for ``physics`` (e.g. static friction on Newton).
     """
     check_exported_law(ctx.space, "isaaclab")
     record, warns = build_dr_record(ctx.result, rep, policy, rb_params, str(ctx.fit_dir / RESULT_FILE))
+    try:
+        robot = fit_robot(ctx)
+        record.meta["robot"] = {"name": robot.name, "carries": robot.carries, "line": robot.arm_line()}
+        if log is not None:
+            log(robot.arm_line())
+    except ExportError as exc:
+        warns.append(f"the record does not say what the arm carries ({exc})")
     try:
         effort = servo_effort_limit(ctx)
     except ExportError as exc:  # no config.json to name the arm: the module keeps the asset's own effort limits

@@ -273,6 +273,7 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
     note = None if args.replay.robot else unstated_robot_note(runs + heldout)
     if note:
         log(note)
+    log(robot.arm_line())  # what the arm carries, as every stage that builds it says (docs/robots.md)
     if torque:  # the logged torque needs no law, EE point or limits; windows and memory checked before simulating
         space = build_space(args, robot.joint_names, robot.config)
         # --window_s unset: chosen from the fit runs at the start model (the --x0 seed); --eval_params: the
