@@ -46,6 +46,7 @@ from isaaclab_sysid.fit.loss import LossWeights, total_loss
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.intervals.basins import search_basin, widen_for_basin
 from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
 from isaaclab_sysid.intervals.cma_cov import cma_intervals
 from isaaclab_sysid.intervals.common import Interval, IntervalSet
@@ -384,13 +385,15 @@ def compute_all(
     delay_iter: int = 5,
     delay_max: int = 8,
     omitted_groups: Sequence[str] = OMITTED_GROUPS,
+    basins: bool = True,
 ) -> IntervalReport:
     """Every interval method on one fit (see module docstring); the result's loss and run weights are used.
 
     ``delay_iter``: LM iterations per round of the delay profile's re-optimization; ``delay_max``: at most this many
     delays re-optimized (intervals/delay_union.py; 0 keeps the intervals conditional on the fitted delay).
     ``omitted_groups``: groups the fit left out whose free refit every interval holds (intervals/omitted.py; empty
-    keeps the intervals conditional on their nominal values).
+    keeps the intervals conditional on their nominal values). ``basins``: search a friction law's other basin and
+    hold it in every interval where it is within the noise (intervals/basins.py; False keeps them local).
     """
     if method not in SELECTABLE:
         raise ValueError(f"unknown interval method '{method}' (choose from {', '.join(SELECTABLE)})")
@@ -454,6 +457,13 @@ def compute_all(
         structure.setdefault("omitted", {})[group] = om.to_json()
         flag_warns += widen_for_omitted(sets, om, space)
     timing["omitted"] = time.perf_counter() - t0
+    if basins:  # a friction law's shape: its other basin (intervals/basins.py)
+        t0 = time.perf_counter()
+        bs = search_basin(objective, sens, level)
+        if bs is not None:
+            structure["basins"] = bs.to_json()
+            flag_warns += widen_for_basin(sets, bs)
+        timing["basins"] = time.perf_counter() - t0
     flag_warns += flag_intervals(sets, result, delay_prof)
     warns = list(sets["curvature"].warnings) + flag_warns
     c, b = sets["curvature"].by_label(), sets["bootstrap"].by_label()

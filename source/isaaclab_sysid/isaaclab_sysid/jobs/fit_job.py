@@ -94,7 +94,7 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
     if args.params.auto:
         coulomb = result
         search, result, choice, test = _auto_friction(args, problem, search, result, log)
-        search, result, law = _auto_law(args, problem, search, result, coulomb, log)
+        search, result, law = _auto_law(args, problem, search, result, coulomb, run_dir, log)
         if law is not None and law.chosen != law.base:
             test = None  # the score test is of the Coulomb model
     path = result.write(run_dir)
@@ -139,11 +139,12 @@ def _auto_friction(args: FitArgs, problem: FitProblem, search: Search, coulomb: 
     return refit, static, choice, None
 
 
-def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult, coulomb: FitResult,
+def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult, coulomb: FitResult, run_dir: Path,
               log: Callable[[str], None]) -> tuple[Search, FitResult, lc.LawChoice | None]:
     """``--fit_groups auto``'s second step (jobs/law_choice.py): each law of ``--auto_laws`` weighed against the base
     answer by the BIC on the fit runs' residual, refitted (in ``<run_dir>/law_<name>``) only where its Gauss-Newton
-    forecast could win; the answer is the lowest BIC (logged, ``friction_law_auto.json``). Returns the answer's search
+    forecast could win; the answer is the lowest BIC (logged, ``<run_dir>/friction_law_auto.json``; the base answer kept
+    in ``<run_dir>/<its law>`` when another wins). Returns the answer's search
     and result, and the choice (None when the step does not apply, said in the log)."""
     try:
         laws = lc.parse_laws(args.params.auto_laws)
@@ -158,7 +159,6 @@ def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResul
     if why is not None:
         log(f"--fit_groups auto, friction law: kept {lc.law_of_groups(groups).name} ({why})")
         return search, base, None
-    run_dir = search.run_dir
     base_obj = dataclasses.replace(problem, space=base.space).objective()
     n, n_eff = lc.effective_count(base_obj, base.best_x)
     base_name = lc.law_of_groups(groups).name
