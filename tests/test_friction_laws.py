@@ -219,3 +219,15 @@ def mujoco_model(path):
     import mujoco
 
     return mujoco.MjModel.from_xml_path(str(path))
+
+
+def test_the_static_score_test_does_not_apply_beside_another_law():
+    """The adequacy verdict's static-friction score test rewrites friction as mu_static: beside the load or Dahl law
+    (which read friction too) that would be two laws, so it does not apply (it crashed the fit job's verdict)."""
+    from isaaclab_sysid.evaluate.friction_score import augmented_space
+    from isaaclab_sysid.fit.param_space import ParamSpace
+
+    for extra in ("load_friction_motor", "presliding_stiffness"):
+        space = ParamSpace.from_bounds({"armature": (0, 1), "friction": (0, 1), extra: (1, 2)}, N)
+        assert augmented_space(space) is None
+    assert augmented_space(ParamSpace.from_bounds({"armature": (0, 1), "friction": (0, 1)}, N)) is not None

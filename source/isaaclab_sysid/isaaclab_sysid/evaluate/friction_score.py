@@ -40,6 +40,7 @@ from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
 from isaaclab_sysid.intervals.curvature import Sensitivity, hac_bandwidth, run_meats, sensitivity
 from isaaclab_sysid.intervals.process_noise import estimate_process_noise, replicate_residuals
+from isaaclab_sysid.sim.friction import law_of_groups
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.sim.shooting import is_torque_run
 
@@ -87,6 +88,8 @@ def augmented_space(space: ParamSpace, mu_static_bounds: tuple[float, float] | N
     the friction group's."""
     names = space.group_names
     if "friction" not in names or "mu_static" in names or "dynamic_ratio" in names:
+        return None
+    if law_of_groups(names).name != "coulomb":  # the load / Dahl laws read friction too: no static group beside them
         return None
     groups = []
     for g in space.groups:
