@@ -40,6 +40,10 @@ class Args:
     omitted: bool = True
     """Hold the refit with each group the fit left out (viscous friction, held at 0 by the servo fits) in every
     interval; --no_omitted keeps them conditional on the nominal value (docs/intervals_and_export.md)."""
+    basins: bool = True
+    """Restart the refinement on the other side of the friction law's shape (Stribeck velocity and exponent, sigmoid
+    slope and offset, Dahl stiffness) and hold a basin within the noise in every interval; --no_basins keeps the
+    intervals local (docs/intervals_and_export.md)."""
 
 
 def main(args: Args) -> int:
@@ -48,7 +52,7 @@ def main(args: Args) -> int:
     try:
         ctx = FitContext.load(args.fit_dir)
         rep = intervals_for(ctx, True, args.level, args.interval_method, args.fd_step, args.n_boot,
-                            omitted=args.omitted)
+                            omitted=args.omitted, basins=args.basins)
     except (ExportError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

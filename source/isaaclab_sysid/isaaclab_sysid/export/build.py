@@ -103,9 +103,10 @@ def _recorded_joint_names(fit_dir: Path, result: dict, config: dict | None, args
 
 def intervals_for(ctx: FitContext, recompute: bool = False, level: float = 0.95, method: str = "curvature",
                   fd_step: float = 1e-3, n_boot: int = 1000, log: Callable[[str], None] = print,
-                  omitted: bool = True) -> IntervalReport:
+                  omitted: bool = True, basins: bool = True) -> IntervalReport:
     """Read ``<fit_dir>/intervals.json`` or compute and write it (``omitted=False``: intervals conditional on the
-    groups the fit left out, intervals/omitted.py)."""
+    groups the fit left out, intervals/omitted.py; ``basins=False``: without the friction law's other basin,
+    intervals/basins.py)."""
     path = ctx.fit_dir / INTERVALS_FILE
     if path.is_file() and not recompute:
         rep = read_intervals(path)
@@ -121,7 +122,8 @@ def intervals_for(ctx: FitContext, recompute: bool = False, level: float = 0.95,
     log(f"computing intervals: one batched rollout of the optimum, {2 * ctx.space.dim + 5} finite-difference/delay "
         f"candidates on {len(problem.runs)} run(s), held-out on {len(problem.heldout)}")
     rep = compute_all(problem.backend, ctx.result, problem.runs, problem.heldout, level, method, fd_step, n_boot,
-                      source=str(ctx.fit_dir / RESULT_FILE), omitted_groups=OMITTED_GROUPS if omitted else ())
+                      source=str(ctx.fit_dir / RESULT_FILE), omitted_groups=OMITTED_GROUPS if omitted else (),
+                      basins=basins)
     write_intervals(path, rep)
     log(f"wrote {path}")
     return rep

@@ -261,7 +261,7 @@ def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None =
     sec["fit"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     cond = compute_all(problem.backend, result, problem.runs, problem.heldout, n_boot=n_boot, delay_max=0,
-                       omitted_groups=())
+                       omitted_groups=(), basins=False)
     sec["intervals_conditional"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     union = compute_all(problem.backend, result, problem.runs, problem.heldout, n_boot=n_boot)
