@@ -20,12 +20,14 @@ def test_scaling_ci_longer_data_is_at_least_as_right(tmp_path):
     assert set(rows) == {"2s", "4s", "2x2s"}
     for r in rows.values():
         assert r["delay"] == r["delay_true"], r["case"]
-        assert r["median_rel"] < 0.10, (r["case"], r["median_rel"])
-        assert r["heldout_over_floor"] < 3.0, (r["case"], r["heldout_over_floor"])
         assert r["iterations"] > 0 and r["jacobians"] > 0 and r["peak_rss_gb"] > 0
-    # twice the data: the typical error no worse than at the reference length (a little slack for one noise draw)
+    # 2 s of multiband leaves the static group poorly determined; 4 s pins it
+    assert rows["4s"]["median_rel"] < 0.10, rows["4s"]["median_rel"]
+    assert rows["4s"]["heldout_over_floor"] < 3.0, rows["4s"]["heldout_over_floor"]
+    # twice the data, as one run or as the same run recorded twice: at least as right as the reference length
     for case in ("4s", "2x2s"):
-        assert rows[case]["median_rel"] <= 1.25 * rows["2s"]["median_rel"] + 0.005, case
+        assert rows[case]["median_rel"] <= rows["2s"]["median_rel"] + 0.005, case
+        assert rows[case]["heldout_over_floor"] <= rows["2s"]["heldout_over_floor"] * 1.05, case
 
 
 def test_per_sample_blocks_and_effective_samples():
