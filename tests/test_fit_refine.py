@@ -111,14 +111,18 @@ def test_single_damping_converges_with_fewer_trials():
 
 
 def test_broyden_updates_reach_the_same_optimum_with_fewer_rollouts():
-    """Issue 26: steps from a Broyden-updated Jacobian between stencils; the stopping test is taken on a fresh one."""
+    """Issue 26: steps from a Broyden-updated Jacobian between stencils; the stopping test is taken on a fresh one.
+
+    The fake is exact: the loss falls to ~1e-36, where rounding noise decides the relative-decrease test, and the
+    plain LM crawls there for a machine-dependent number of iterations (10 sufficed on an earlier machine's BLAS
+    kernels, 20 do not on this one): the budget is 30, so that both variants stop on a test, not on the budget."""
     space, runs = _space(), _runs()
     start = space.normalize({"armature": TRUE["armature"] * 1.3, "friction": TRUE["friction"] * 0.7,
                              "viscous": TRUE["viscous"] + 0.2, "delay": int(TRUE["delay"])})
     out = {}
     for reuse in (0, 3):
         ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs),
-                        RefineSettings(max_iter=10, delay_neighbours=1, jacobian_reuse=reuse))
+                        RefineSettings(max_iter=30, delay_neighbours=1, jacobian_reuse=reuse))
         st = ref.run(ref.start(start))
         out[reuse] = (st, sum(r["evaluations"] for r in st.history), ref.verdict(st))
     (a, na, va), (b, nb, vb) = out[0], out[3]
