@@ -157,4 +157,4 @@ def test_with_the_flag_usable_masses_near_the_truth_and_the_fit_takes_the_file(n
     other.write_text('extends = "franka_panda"\narm = "another_arm"\n')
     bad = IdentifyArgs(out=tmp_path / "x", runs=tuple(paths[:1]), robot=str(other), no_plots=True)
     assert main_from_args(bad) == 2
-    assert "contradicts" in capsys.readouterr().out
+    assert "contradicts" in capsys.readouterr().err

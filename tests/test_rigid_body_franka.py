@@ -126,7 +126,7 @@ def test_franka_runs_instrumental_variables(franka, tmp_path, capsys):
     capsys.readouterr()
     # the UR10e logs have no desired positions: a one-line refusal, not a traceback
     assert main_from_args(IdentifyArgs(out=tmp_path / "u", method="iv", no_plots=True)) == 2
-    assert "q_des" in capsys.readouterr().out
+    assert "q_des" in capsys.readouterr().err
 
 
 def test_franka_runs_bad_input(franka, tmp_path, capsys):
@@ -137,10 +137,10 @@ def test_franka_runs_bad_input(franka, tmp_path, capsys):
     bad.write_text("\n".join(lines) + "\n")
     (tmp_path / "bad.json").write_text(Path(paths[0]).with_suffix(".json").read_text())
     assert main_from_args(IdentifyArgs(out=tmp_path / "o", runs=(bad,), no_plots=True)) == 2
-    err = capsys.readouterr().out
+    err = capsys.readouterr().err
     assert "bad.csv" in err and "row" in err
     assert main_from_args(IdentifyArgs(out=tmp_path / "o", runs=(paths[0],), robot="ur10e", no_plots=True)) == 2
-    assert "7 joints" in capsys.readouterr().out
+    assert "7 joints" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
@@ -155,7 +155,7 @@ def test_a_run_without_its_torque_is_refused_naming_file_and_column(franka, tmp_
     df.to_csv(bad, index=False)
     (tmp_path / "no_tau_J.json").write_text(Path(paths[0]).with_suffix(".json").read_text())
     assert main_from_args(IdentifyArgs(out=tmp_path / "o", runs=(bad,), no_plots=True)) == 2
-    err = capsys.readouterr().out
+    err = capsys.readouterr().err
     assert "no_tau_J.csv" in err and "tau_J4" in err and "--signal tau" in err, err
     assert not (tmp_path / "o").exists()
 

@@ -157,7 +157,7 @@ def test_ur10e_cli_identify_gains(tmp_path, capsys):
     )
     # the held-out payload run starts with garbage rows: refused, with the way out in the message
     assert main_from_args(IdentifyArgs(out=tmp_path / "a", **common)) == 2
-    msg = capsys.readouterr().out
+    msg = capsys.readouterr().err
     assert "row 2, column 2" in msg and "--max-corrupt-head-rows" in msg
     assert main_from_args(IdentifyArgs(out=tmp_path / "b", max_corrupt_head_rows=25, **common)) == 0
     printed = capsys.readouterr().out
@@ -170,5 +170,5 @@ def test_ur10e_cli_identify_gains(tmp_path, capsys):
     assert set(loaded) == {"LS (base)", "SDP (standard)", "published (authors)"}
     assert "## Drive gains, identified with a 2.805 kg payload" in (tmp_path / "b" / "report.md").read_text()
     assert main_from_args(IdentifyArgs(out=tmp_path / "c", drive_gains=(10.0,) * 6, **common)) == 2
-    assert "not both" in capsys.readouterr().out
+    assert "not both" in capsys.readouterr().err
     assert not (tmp_path / "c").exists()  # refused before anything was read or written

@@ -32,7 +32,7 @@ from isaaclab_sysid.fit.config import ParamsConfig
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
 from isaaclab_sysid.fit.residuals import weighted_residuals
-from isaaclab_sysid.intervals.curvature import sensitivity
+from isaaclab_sysid.intervals.curvature import IntervalError, sensitivity
 from isaaclab_sysid.residual_stats import autocorr_inflation
 from isaaclab_sysid.sim.friction import LAWS, law_of_groups
 
@@ -166,7 +166,10 @@ def effective_count(objective: ReplayObjective, x: np.ndarray) -> tuple[int, flo
 def forecast(objective: ReplayObjective, x0: np.ndarray) -> tuple[float, float] | None:
     """(loss at ``x0``, the bounded Gauss-Newton forecast of a refit's loss) from one batched finite-difference
     rollout at ``x0`` (the delay held); None where the rollout is not finite."""
-    sens = sensitivity(objective, x0, profile_delay=False)
+    try:
+        sens = sensitivity(objective, x0, profile_delay=False)
+    except IntervalError:  # the law's start diverges on a run: no forecast (the step says so)
+        return None
     gain = predicted_gain(objective.space, sens)
     if gain is None:
         return None
