@@ -143,7 +143,9 @@ def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResul
               log: Callable[[str], None]) -> tuple[Search, FitResult, lc.LawChoice | None]:
     """``--fit_groups auto``'s second step (jobs/law_choice.py): each law of ``--auto_laws`` weighed against the base
     answer by the BIC on the fit runs' residual, refitted (in ``<run_dir>/law_<name>``) only where its Gauss-Newton
-    forecast could win; the answer is the lowest BIC (logged, ``<run_dir>/friction_law_auto.json``; the base answer kept
+    forecast could win (the base refined first with the same budget, in ``<run_dir>/base_refined``, so that a law
+    cannot win on convergence the base did not finish); the answer is the lowest BIC (logged,
+    ``<run_dir>/friction_law_auto.json``; the base answer kept
     in ``<run_dir>/<its law>`` when another wins). Returns the answer's search
     and result, and the choice (None when the step does not apply, said in the log)."""
     try:
@@ -166,6 +168,7 @@ def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResul
     scores = [lc.LawScore(base_name, groups, k0, float(base.best_score),
                           lc.bic(float(base.best_score), n, n_eff, k0), refit=True, note="the base model")]
     best_bic, answer = scores[0].bic, (search, base, base_name)
+    base_refined = False
     for law in cands:
         space = lc.law_space(base.space, law, args.params)
         bad = [g for g in space.group_names if g not in problem.backend.supported_groups]
@@ -185,6 +188,22 @@ def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResul
         if not sc.forecast_bic < best_bic:
             sc.note = "its forecast cannot beat the best BIC: not refitted"
             continue
+        if not base_refined:  # the same refit budget for the base first: a law must not win on convergence alone
+            base_refined = True
+            b_args = copy.deepcopy(args)
+            b_args.params.fit_groups = ",".join(groups)
+            b_srch, b_res = _search(b_args, dataclasses.replace(problem, space=base.space), log,
+                                    run_dir=_mkdir(run_dir / "base_refined"), x0=base.best_x, refit=True)
+            if not _diverged(b_res) and b_res.best_score < base.best_score:
+                log(f"--fit_groups auto: the {base_name} fit refined as far as a law refit goes: loss "
+                    f"{base.best_score:.6g} -> {b_res.best_score:.6g}")
+                search, base = b_srch, b_res
+                scores[0].loss, scores[0].bic = float(base.best_score), lc.bic(float(base.best_score), n, n_eff, k0)
+                scores[0].note = "the base model, refined with a law refit's budget"
+                best_bic, answer = scores[0].bic, (search, base, base_name)
+            if not sc.forecast_bic < best_bic:
+                sc.note = "its forecast cannot beat the refined base's BIC: not refitted"
+                continue
         law_args = copy.deepcopy(args)
         law_args.params.fit_groups = ",".join(space.group_names)
         log(f"--fit_groups auto: refitting with the {law} friction law ({law_args.params.fit_groups}) from the "

@@ -15,8 +15,10 @@ A law is refitted only where it could win. Its start is the base fit's Coulomb l
 coordinates (the load law with no load term is exactly Coulomb; the Dahl law at its stiffest bristle and the
 sigmoid at its steepest slope approach it). At that start one batched finite-difference rollout gives the bounded
 Gauss-Newton forecast of the loss a refit reaches (:func:`isaaclab_sysid.evaluate.friction_score.predicted_gain`).
-The law is refitted (the refinement alone, from that start) only when the forecast's BIC is below the base's; the
-answer is the lowest BIC among the base and the refitted laws. The log and ``friction_law_auto.json`` give every
+The law is refitted (the refinement alone, from that start) only when the forecast's BIC is below the base's; before
+the first such refit the base itself is refined from its optimum with the same budget (a law refit continues the
+refinement of every shared number too, and must not win on convergence the base fit did not finish); the answer is
+the lowest BIC among the base and the refitted laws. The log and ``friction_law_auto.json`` give every
 candidate's loss, k, forecast and BIC.
 """
 
