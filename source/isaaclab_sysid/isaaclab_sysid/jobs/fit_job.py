@@ -162,11 +162,12 @@ def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResul
         log(f"--fit_groups auto, friction law: kept {lc.law_of_groups(groups).name} ({why})")
         return search, base, None
     base_obj = dataclasses.replace(problem, space=base.space).objective()
-    n, n_eff = lc.effective_count(base_obj, base.best_x)
+    stats = lc.channel_stats(base_obj, base.best_x)
+    n, n_eff = stats.n_total, stats.n_eff_total
     base_name = lc.law_of_groups(groups).name
     k0 = lc.continuous_count(base.space)
-    scores = [lc.LawScore(base_name, groups, k0, float(base.best_score),
-                          lc.bic(float(base.best_score), n, n_eff, k0), refit=True, note="the base model")]
+    scores = [lc.LawScore(base_name, groups, k0, float(base.best_score), lc.bic_of(stats.ssr, stats, k0), refit=True,
+                          note="the base model")]
     best_bic, answer = scores[0].bic, (search, base, base_name)
     base_refined = False
     for law in cands:
@@ -183,7 +184,7 @@ def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResul
         if fc is None:
             scores.append(lc.LawScore(law, list(space.group_names), k, note="its start did not replay finitely"))
             continue
-        sc = lc.LawScore(law, list(space.group_names), k, forecast_loss=fc[1], forecast_bic=lc.bic(fc[1], n, n_eff, k))
+        sc = lc.LawScore(law, list(space.group_names), k, forecast_loss=fc[0], forecast_bic=lc.bic_of(fc[1], stats, k))
         scores.append(sc)
         if not sc.forecast_bic < best_bic:
             sc.note = "its forecast cannot beat the best BIC: not refitted"
@@ -198,7 +199,8 @@ def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResul
                 log(f"--fit_groups auto: the {base_name} fit refined as far as a law refit goes: loss "
                     f"{base.best_score:.6g} -> {b_res.best_score:.6g}")
                 search, base = b_srch, b_res
-                scores[0].loss, scores[0].bic = float(base.best_score), lc.bic(float(base.best_score), n, n_eff, k0)
+                scores[0].loss = float(base.best_score)
+                scores[0].bic = lc.bic_of(lc.channel_ssr(base_obj, base.best_x), stats, k0)
                 scores[0].note = "the base model, refined with a law refit's budget"
                 best_bic, answer = scores[0].bic, (search, base, base_name)
             if not sc.forecast_bic < best_bic:
@@ -207,13 +209,13 @@ def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResul
         law_args = copy.deepcopy(args)
         law_args.params.fit_groups = ",".join(space.group_names)
         log(f"--fit_groups auto: refitting with the {law} friction law ({law_args.params.fit_groups}) from the "
-            f"Coulomb optimum (forecast loss {fc[1]:.4g} against {base.best_score:.4g})")
+            f"Coulomb optimum (forecast loss {fc[0]:.4g} against {base.best_score:.4g})")
         srch, res = _search(law_args, sub, log, run_dir=_mkdir(run_dir / f"law_{law}"), x0=x0, refit=True)
         if _diverged(res):
             sc.note = "the refit diverged"
             continue
         sc.refit, sc.loss = True, float(res.best_score)
-        sc.bic = lc.bic(sc.loss, n, n_eff, k)
+        sc.bic = lc.bic_of(lc.channel_ssr(sub.objective(), res.best_x), stats, k)
         if sc.bic < best_bic:
             best_bic, answer = sc.bic, (srch, res, law)
     chosen = answer[2]

@@ -4,10 +4,12 @@ After the Coulomb / static choice (jobs/model_choice.py) the answer so far is th
 of ``--auto_laws`` (default: sigmoid, load, dahl) is then weighed against it with a criterion that has no threshold
 tuned on our own twins: the **Bayesian information criterion on the fit runs' weighted residual**,
 
-    BIC = n_eff log(SSR / n) + k log(n_eff),
+    BIC = sum_c n_eff_c log(SSR_c / n_c) + k log(sum_c n_eff_c),
 
-with SSR the loss (sum of squared weighted residuals over the n residual entries), k the model's continuous numbers
-and n_eff the effective count of independent residuals: n over the residual's integrated autocorrelation
+over the residual's channels c (joint positions, joint velocities, end-effector positions: a Gaussian likelihood with
+a variance of its own per channel, since their noise levels differ by orders of magnitude), with SSR_c a channel's sum
+of squared weighted residuals over its n_c entries, k the model's continuous numbers and n_eff_c the channel's
+effective count of independent residuals: n_c over its integrated autocorrelation
 (:func:`isaaclab_sysid.residual_stats.autocorr_inflation`, measured once on the base model's residual, the same for
 every candidate), because 1 kHz residuals are far from independent and a BIC on n would buy any number.
 
@@ -28,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from scipy.optimize import lsq_linear
 
-from isaaclab_sysid.evaluate.friction_score import predicted_gain
 from isaaclab_sysid.fit.config import ParamsConfig
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
@@ -147,36 +149,94 @@ def law_start(coulomb: ParamSpace, x: np.ndarray, space: ParamSpace, law: str) -
 
 
 def bic(loss: float, n: int, n_eff: float, k: int) -> float:
-    """The information criterion n_eff log(loss / n) + k log(n_eff) (lower is better)."""
+    """The one-channel form of :func:`bic_of`."""
     return float(n_eff * np.log(max(loss, 1e-300) / n) + k * np.log(n_eff))
 
 
-def effective_count(objective: ReplayObjective, x: np.ndarray) -> tuple[int, float]:
-    """(n, n_eff): the residual entries of the fit runs at ``x`` and their effective independent count (n over the
-    integrated autocorrelation of each run's residual, pooled over its channels)."""
-    n, n_eff = 0, 0.0
+#: the residual's channels, each with a variance of its own in the likelihood
+CHANNELS = ("q", "dq", "x")
+
+
+@dataclass
+class ChannelStats:
+    """Per channel (``q``, ``dq``, ``x``): the residual entries n, their effective independent count n_eff (from the
+    base model's residual) and the base model's SSR."""
+
+    n: dict[str, int]
+    n_eff: dict[str, float]
+    ssr: dict[str, float]
+
+    @property
+    def n_total(self) -> int:
+        return int(sum(self.n.values()))
+
+    @property
+    def n_eff_total(self) -> float:
+        return float(sum(self.n_eff.values()))
+
+
+def _split(a: np.ndarray, n_dof: int) -> dict[str, np.ndarray]:
+    """(T, 2N + 3) per-sample residuals -> per channel (T, width)."""
+    return {"q": a[:, :n_dof], "dq": a[:, n_dof: 2 * n_dof], "x": a[:, 2 * n_dof:]}
+
+
+def channel_ssr(objective: ReplayObjective, x: np.ndarray) -> dict[str, float]:
+    """Per channel, the sum of squared weighted residuals of the fit runs at ``x`` (one rollout)."""
     ro = objective.rollouts(np.atleast_2d(x))
+    out = dict.fromkeys(CHANNELS, 0.0)
     for r in weighted_residuals(ro, objective.runs, objective.weights, objective.traj_weights):
-        a = np.asarray(r.per_sample()[0], dtype=float)
-        t, c = a.shape
-        f = autocorr_inflation(a.ravel(), c, [t], max(1, t // 4))
-        n += a.size
-        n_eff += a.size / max(f, 1.0)
-    return n, n_eff
+        for c, a in _split(np.asarray(r.per_sample()[0], dtype=float), objective.space.n_dof).items():
+            out[c] += float(np.sum(a * a))
+    return out
 
 
-def forecast(objective: ReplayObjective, x0: np.ndarray) -> tuple[float, float] | None:
-    """(loss at ``x0``, the bounded Gauss-Newton forecast of a refit's loss) from one batched finite-difference
-    rollout at ``x0`` (the delay held); None where the rollout is not finite."""
+def channel_stats(objective: ReplayObjective, x: np.ndarray) -> ChannelStats:
+    """The :class:`ChannelStats` of the fit runs at the base model's ``x`` (one rollout)."""
+    ro = objective.rollouts(np.atleast_2d(x))
+    n, n_eff, ssr = dict.fromkeys(CHANNELS, 0), dict.fromkeys(CHANNELS, 0.0), dict.fromkeys(CHANNELS, 0.0)
+    for r in weighted_residuals(ro, objective.runs, objective.weights, objective.traj_weights):
+        for c, a in _split(np.asarray(r.per_sample()[0], dtype=float), objective.space.n_dof).items():
+            t, w = a.shape
+            if w == 0 or not np.any(a):
+                continue
+            f = autocorr_inflation(a.ravel(), w, [t], max(1, t // 4))
+            n[c] += a.size
+            n_eff[c] += a.size / max(f, 1.0)
+            ssr[c] += float(np.sum(a * a))
+    return ChannelStats(n, n_eff, ssr)
+
+
+def bic_of(ssr: dict[str, float], stats: ChannelStats, k: int) -> float:
+    """sum_c n_eff_c log(SSR_c / n_c) + k log(sum_c n_eff_c) over the channels with residuals (lower is better)."""
+    total = 0.0
+    for c in CHANNELS:
+        if stats.n[c] > 0 and stats.n_eff[c] > 0:
+            total += stats.n_eff[c] * np.log(max(ssr[c], 1e-300) / stats.n[c])
+    return float(total + k * np.log(max(stats.n_eff_total, 1.0)))
+
+
+def forecast(objective: ReplayObjective, x0: np.ndarray) -> tuple[float, dict[str, float]] | None:
+    """(the bounded Gauss-Newton forecast of a refit's loss, the same per channel) from one batched
+    finite-difference rollout at ``x0`` (the delay held); None where the rollout is not finite."""
     try:
         sens = sensitivity(objective, x0, profile_delay=False)
     except IntervalError:  # the law's start diverges on a run: no forecast (the step says so)
         return None
-    gain = predicted_gain(objective.space, sens)
-    if gain is None:
+    J = np.concatenate([j.reshape(-1, j.shape[-1]) for j in sens.J])
+    r = np.concatenate([v.reshape(-1) for v in sens.r])
+    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(r))):
         return None
-    ssr = float(sum(np.sum(r * r) for r in sens.r))
-    return ssr, ssr * (1.0 - gain)
+    lo, hi = objective.space.bounds()
+    k = np.asarray(sens.cont)
+    v = np.asarray(sens.value, dtype=float)[k]
+    lo_d, hi_d = np.minimum(lo[k] - v, 0.0), np.maximum(hi[k] - v, 0.0)
+    step = lsq_linear(J, -r, bounds=(lo_d, hi_d + 1e-15 * (hi_d <= lo_d))).x
+    out = dict.fromkeys(CHANNELS, 0.0)
+    for rr, jj in zip(sens.r, sens.J):  # per run: (T, C) residuals and (T, C, p) Jacobian
+        pred = rr + jj @ step
+        for c, a in _split(pred, objective.space.n_dof).items():
+            out[c] += float(np.sum(a * a))
+    return float(sum(out.values())), out
 
 
 def continuous_count(space: ParamSpace) -> int:
