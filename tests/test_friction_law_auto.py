@@ -18,7 +18,7 @@ from isaaclab_sysid.data import write_run  # noqa: E402
 from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
 from isaaclab_sysid.fit.result import RESULT_FILE, FitResult  # noqa: E402
 from isaaclab_sysid.jobs.fit_job import run_fit  # noqa: E402
-from isaaclab_sysid.jobs.law_choice import LAW_CHOICE_FILE, bic, parse_laws  # noqa: E402
+from isaaclab_sysid.jobs.law_choice import LAW_CHOICE_FILE, ChannelStats, bic_of, parse_laws  # noqa: E402
 from isaaclab_sysid.robots import load_robot  # noqa: E402
 from isaaclab_sysid.twin.demo import joint_target  # noqa: E402
 from isaaclab_sysid.twin.recorder import record_twin  # noqa: E402
@@ -55,8 +55,13 @@ def test_auto_chooses_the_sigmoid_law_on_a_sigmoid_twin(tmp_path):
 
 
 def test_bic_and_the_laws_flag():
-    assert bic(1.0, 100, 10.0, 2) < bic(1.0, 100, 10.0, 3)  # a number more costs log(n_eff)
-    assert bic(0.5, 100, 10.0, 3) < bic(1.0, 100, 10.0, 2)  # unless the loss falls enough
+    stats = ChannelStats({"q": 100, "dq": 0, "x": 0}, {"q": 10.0, "dq": 0.0, "x": 0.0}, {"q": 1.0, "dq": 0.0, "x": 0.0})
+
+    def bic(loss, k):
+        return bic_of({"q": loss, "dq": 0.0, "x": 0.0}, stats, k)
+
+    assert bic(1.0, 2) < bic(1.0, 3)  # a number more costs log(n_eff)
+    assert bic(0.5, 3) < bic(1.0, 2)  # unless the loss falls enough
     assert parse_laws("none") == [] and parse_laws("sigmoid, dahl") == ["sigmoid", "dahl"]
     with pytest.raises(ValueError, match="unknown"):
         parse_laws("sigmoid,coulomb")

@@ -43,6 +43,10 @@ def test_a_basin_within_the_noise_is_held_in_every_interval_and_named():
 def test_a_rejected_basin_changes_nothing_and_a_better_one_says_refit():
     sets = _sets()
     assert widen_for_basin(sets, _basin(50.0)) == []
+    unfinished = _basin(50.0)
+    unfinished.converged, unfinished.stop = False, "it ran out of its budget"
+    warns = widen_for_basin(sets, unfinished)  # rejected only because the restart stopped early: said, not excluded
+    assert len(warns) == 1 and "not excluded" in warns[0] and "ran out of its budget" in warns[0]
     assert sets["curvature"].by_label()["sigmoid_slope[j1]"].upper == 11.0
     warns = widen_for_basin(sets, _basin(-10.0))
     assert warns and "fits better" in warns[0] and "refit" in warns[0]

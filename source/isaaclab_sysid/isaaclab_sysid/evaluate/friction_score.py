@@ -149,21 +149,29 @@ def static_friction_test(backend: ReplayBackend, space: ParamSpace, x0: np.ndarr
                               predicted_gain(aug, sens))
 
 
-def predicted_gain(space: ParamSpace, sens: Sensitivity) -> float | None:
-    """The share of the loss (sum of squared residuals at the optimum) that the bounded Gauss-Newton step
-    ``min ||r + J dx||^2`` over the continuous entries, each kept inside its search bounds, would remove: the
-    linear model's forecast of a refit from this point (None when the Jacobian is not finite)."""
+def bounded_step(space: ParamSpace, sens: Sensitivity) -> np.ndarray | None:
+    """(p,) the bounded Gauss-Newton step ``min ||r + J dx||^2`` over the continuous entries, each kept inside its
+    search bounds (decoded units); None when the Jacobian or the residual is not finite."""
     J = np.concatenate([j.reshape(-1, j.shape[-1]) for j in sens.J])
     r = np.concatenate([v.reshape(-1) for v in sens.r])
-    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(r))) or not np.any(r):
+    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(r))):
         return None
     lo, hi = space.bounds()
     k = np.asarray(sens.cont)
     v = np.asarray(sens.value, dtype=float)[k]
     lo_d, hi_d = np.minimum(lo[k] - v, 0.0), np.maximum(hi[k] - v, 0.0)
-    step = lsq_linear(J, -r, bounds=(lo_d, hi_d + 1e-15 * (hi_d <= lo_d)))
-    ssr = float(r @ r)
-    return float(max(0.0, 1.0 - float(np.sum((r + J @ step.x) ** 2)) / ssr))
+    return lsq_linear(J, -r, bounds=(lo_d, hi_d + 1e-15 * (hi_d <= lo_d))).x
+
+
+def predicted_gain(space: ParamSpace, sens: Sensitivity) -> float | None:
+    """The share of the loss (sum of squared residuals at the optimum) that the :func:`bounded_step` would remove:
+    the linear model's forecast of a refit from this point (None when the Jacobian is not finite)."""
+    r = np.concatenate([v.reshape(-1) for v in sens.r])
+    step = bounded_step(space, sens) if np.any(r) else None
+    if step is None:
+        return None
+    J = np.concatenate([j.reshape(-1, j.shape[-1]) for j in sens.J])
+    return float(max(0.0, 1.0 - float(np.sum((r + J @ step) ** 2)) / float(r @ r)))
 
 
 def _replicate_sd(backend: ReplayBackend, space: ParamSpace, x: np.ndarray, runs: Sequence[Run], sens: Sensitivity,

@@ -68,7 +68,7 @@ from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import EE_NAME, Robot
 from isaaclab_sysid.sim.friction import LAW_COLUMNS, LAW_IDS, LAWS, LOAD_BUDGET_FLOOR, FrictionLaw, applied_force, \
-    batch_law, budget, dahl_step
+    batch_law, budget, dahl_step, law_of_id
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions, candidate_arrays, replay_gravity
 from isaaclab_sysid.sim.mujoco_backend import GRAVITY, MujocoBackend
 from isaaclab_sysid.sim.reference import orientation_error
@@ -399,10 +399,10 @@ def read_facts(model: mujoco.MjModel) -> MjcfFacts:
     law, law_p, law_fc = "coulomb", None, None
     lid = num("friction_law")
     if lid is not None:
-        names = {v: k for k, v in LAW_IDS.items()}
-        law = names.get(int(round(float(lid[0]))))
-        if law is None:
-            raise MjcfError(f"<numeric name=\"{PREFIX}friction_law\"> {lid[0]:g} is no friction law this version knows")
+        try:
+            law = law_of_id(int(round(float(lid[0])))).name
+        except ValueError:
+            raise MjcfError(f"<numeric name=\"{PREFIX}friction_law\"> {lid[0]:g} is no friction law this version knows") from None
         law_p = num("law_p").reshape(model.nv, LAW_COLUMNS)
         law_fc = num("law_fc")
     elif num("mu_static") is not None:  # a file of the Stribeck model written before the law family

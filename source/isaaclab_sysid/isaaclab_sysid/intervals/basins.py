@@ -46,6 +46,8 @@ class BasinSearch:
         statistic: ``(loss - fit loss) / (s^2 kappa)`` (negative: the basin fits better); threshold: chi^2_1.
         accepted: the basin is within the noise (or better); better: it fits better beyond the noise.
         values: the basin's decoded value per label; iterations: LM iterations spent.
+        converged: the restart stopped on a convergence test (False: it ran out of budget, ``stop`` says how, and a
+            rejected basin is not excluded).
     """
 
     groups: list[str]
@@ -57,6 +59,8 @@ class BasinSearch:
     better: bool
     values: dict[str, float] = field(default_factory=dict)
     iterations: int = 0
+    converged: bool = True
+    stop: str = ""
 
     def to_json(self) -> dict:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.__dict__.items()}
@@ -96,15 +100,20 @@ def search_basin(objective: ReplayObjective, sens: Sensitivity, level: float = 0
     stat = (float(t.loss) - sens.ssr) / scale if scale > 0 else (0.0 if t.loss <= sens.ssr else math.inf)
     thr = chi2_1(level)
     values = dict(zip(objective.space.labels(), (float(v) for v in objective.space.decoded_vector(t.x))))
+    verdict = ref.verdict(state, stage="basins")
     return BasinSearch(groups, start_loss, float(t.loss), float(stat), thr, bool(stat <= thr), bool(stat < -thr),
-                       values, int(state.iteration))
+                       values, int(state.iteration), bool(verdict.converged), verdict.reason)
 
 
 def widen_for_basin(sets: dict[str, IntervalSet], basin: BasinSearch) -> list[str]:
     """Each curvature / bootstrap interval made the union of itself and an accepted basin's value; the warning naming
     the numbers the basin moves by at least :data:`NAMED_SHARE` of their half-width (none when nothing moves)."""
     if not basin.accepted:
-        return []
+        if basin.converged:
+            return []
+        return [f"intervals: the restart on the other side of the friction law's shape ({', '.join(basin.groups)}) "
+                f"ran out of its budget at statistic {basin.statistic:.1f} (> {basin.threshold:.2f}; {basin.stop}): "
+                "another basin within the noise is not excluded, and the intervals do not hold one"]
     named: dict[str, float] = {}
     for m in ("curvature", "bootstrap"):
         for iv in sets[m].intervals:

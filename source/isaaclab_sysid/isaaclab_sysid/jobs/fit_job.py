@@ -216,6 +216,9 @@ def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResul
             continue
         sc.refit, sc.loss = True, float(res.best_score)
         sc.bic = lc.bic_of(lc.channel_ssr(sub.objective(), res.best_x), stats, k)
+        stopped = res.not_converged
+        if stopped:  # its BIC is an upper bound: a law that did not converge may be rejected too early
+            sc.note = "its refit did not converge (" + "; ".join(v.reason for v in stopped) + "): its BIC is an upper bound"
         if sc.bic < best_bic:
             best_bic, answer = sc.bic, (srch, res, law)
     chosen = answer[2]

@@ -16,7 +16,7 @@ every candidate), because 1 kHz residuals are far from independent and a BIC on 
 A law is refitted only where it could win. Its start is the base fit's Coulomb level written in the law's
 coordinates (the load law with no load term is exactly Coulomb; the Dahl law at its stiffest bristle and the
 sigmoid at its steepest slope approach it). At that start one batched finite-difference rollout gives the bounded
-Gauss-Newton forecast of the loss a refit reaches (:func:`isaaclab_sysid.evaluate.friction_score.predicted_gain`).
+Gauss-Newton forecast of the loss a refit reaches, per channel (:func:`isaaclab_sysid.evaluate.friction_score.bounded_step`).
 The law is refitted (the refinement alone, from that start) only when the forecast's BIC is below the base's; before
 the first such refit the base itself is refined from its optimum with the same budget (a law refit continues the
 refinement of every shared number too, and must not win on convergence the base fit did not finish); the answer is
@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy.optimize import lsq_linear
 
+from isaaclab_sysid.evaluate.friction_score import bounded_step
 from isaaclab_sysid.fit.config import ParamsConfig
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
@@ -86,7 +86,8 @@ class LawChoice:
         parts = []
         for s in self.scores:
             if s.bic is not None:
-                parts.append(f"{s.law} k={s.k} loss {s.loss:.4g} BIC {s.bic:.1f}")
+                note = f" ({s.note})" if s.note and s.note != "the base model" else ""
+                parts.append(f"{s.law} k={s.k} loss {s.loss:.4g} BIC {s.bic:.1f}{note}")
             elif s.forecast_bic is not None:
                 parts.append(f"{s.law} k={s.k} forecast loss {s.forecast_loss:.4g} BIC {s.forecast_bic:.1f} "
                              f"({s.note or 'not refitted'})")
@@ -148,11 +149,6 @@ def law_start(coulomb: ParamSpace, x: np.ndarray, space: ParamSpace, law: str) -
     return space.normalize(vals)
 
 
-def bic(loss: float, n: int, n_eff: float, k: int) -> float:
-    """The one-channel form of :func:`bic_of`."""
-    return float(n_eff * np.log(max(loss, 1e-300) / n) + k * np.log(n_eff))
-
-
 #: the residual's channels, each with a variance of its own in the likelihood
 CHANNELS = ("q", "dq", "x")
 
@@ -180,29 +176,31 @@ def _split(a: np.ndarray, n_dof: int) -> dict[str, np.ndarray]:
     return {"q": a[:, :n_dof], "dq": a[:, n_dof: 2 * n_dof], "x": a[:, 2 * n_dof:]}
 
 
+def _channel_blocks(objective: ReplayObjective, x: np.ndarray):
+    """(channel, (T, width) weighted residuals) of every fit run at ``x``, from one rollout."""
+    ro = objective.rollouts(np.atleast_2d(x))
+    for r in weighted_residuals(ro, objective.runs, objective.weights, objective.traj_weights):
+        yield from _split(np.asarray(r.per_sample()[0], dtype=float), objective.space.n_dof).items()
+
+
 def channel_ssr(objective: ReplayObjective, x: np.ndarray) -> dict[str, float]:
     """Per channel, the sum of squared weighted residuals of the fit runs at ``x`` (one rollout)."""
-    ro = objective.rollouts(np.atleast_2d(x))
     out = dict.fromkeys(CHANNELS, 0.0)
-    for r in weighted_residuals(ro, objective.runs, objective.weights, objective.traj_weights):
-        for c, a in _split(np.asarray(r.per_sample()[0], dtype=float), objective.space.n_dof).items():
-            out[c] += float(np.sum(a * a))
+    for c, a in _channel_blocks(objective, x):
+        out[c] += float(np.sum(a * a))
     return out
 
 
 def channel_stats(objective: ReplayObjective, x: np.ndarray) -> ChannelStats:
     """The :class:`ChannelStats` of the fit runs at the base model's ``x`` (one rollout)."""
-    ro = objective.rollouts(np.atleast_2d(x))
     n, n_eff, ssr = dict.fromkeys(CHANNELS, 0), dict.fromkeys(CHANNELS, 0.0), dict.fromkeys(CHANNELS, 0.0)
-    for r in weighted_residuals(ro, objective.runs, objective.weights, objective.traj_weights):
-        for c, a in _split(np.asarray(r.per_sample()[0], dtype=float), objective.space.n_dof).items():
-            t, w = a.shape
-            if w == 0 or not np.any(a):
-                continue
-            f = autocorr_inflation(a.ravel(), w, [t], max(1, t // 4))
-            n[c] += a.size
-            n_eff[c] += a.size / max(f, 1.0)
-            ssr[c] += float(np.sum(a * a))
+    for c, a in _channel_blocks(objective, x):
+        t, w = a.shape
+        if w == 0 or not np.any(a):
+            continue
+        n[c] += a.size
+        n_eff[c] += a.size / max(autocorr_inflation(a.ravel(), w, [t], max(1, t // 4)), 1.0)
+        ssr[c] += float(np.sum(a * a))
     return ChannelStats(n, n_eff, ssr)
 
 
@@ -222,15 +220,9 @@ def forecast(objective: ReplayObjective, x0: np.ndarray) -> tuple[float, dict[st
         sens = sensitivity(objective, x0, profile_delay=False)
     except IntervalError:  # the law's start diverges on a run: no forecast (the step says so)
         return None
-    J = np.concatenate([j.reshape(-1, j.shape[-1]) for j in sens.J])
-    r = np.concatenate([v.reshape(-1) for v in sens.r])
-    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(r))):
+    step = bounded_step(objective.space, sens)
+    if step is None:
         return None
-    lo, hi = objective.space.bounds()
-    k = np.asarray(sens.cont)
-    v = np.asarray(sens.value, dtype=float)[k]
-    lo_d, hi_d = np.minimum(lo[k] - v, 0.0), np.maximum(hi[k] - v, 0.0)
-    step = lsq_linear(J, -r, bounds=(lo_d, hi_d + 1e-15 * (hi_d <= lo_d))).x
     out = dict.fromkeys(CHANNELS, 0.0)
     for rr, jj in zip(sens.r, sens.J):  # per run: (T, C) residuals and (T, C, p) Jacobian
         pred = rr + jj @ step

@@ -105,6 +105,14 @@ LAWS: dict[str, FrictionLaw] = {
 }
 
 
+def law_of_id(law_id: int) -> FrictionLaw:
+    """The law of a native-loop id (:data:`LAW_IDS`); a ValueError for an id this version does not know."""
+    for law in LAWS.values():
+        if law.law_id == int(law_id):
+            return law
+    raise ValueError(f"friction law id {law_id} is no law this version knows ({LAW_IDS})")
+
+
 def law_named(name: str) -> FrictionLaw:
     """The law called ``name``; a ValueError lists the known ones."""
     try:

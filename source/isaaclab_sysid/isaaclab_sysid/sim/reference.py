@@ -96,8 +96,9 @@ def reference_replay(
     if flaw is not None and flaw.acts_as == "force":  # the force laws replace the frictionloss constraint
         params = JointOverrides(params.armature, np.zeros(robot.n_dof), params.damping)
     m = robot.build_mujoco(params, gravity=gravity)
-    mg = robot.build_mujoco(params, gravity=True)  # the load law: the gravity torque a gravity-free replay omits
-    dg = mujoco.MjData(mg)
+    if flaw is not None and flaw.name == "load" and not gravity:  # the gravity torque a gravity-free replay omits
+        mg = robot.build_mujoco(params, gravity=True)
+        dg = mujoco.MjData(mg)
     dahl = np.zeros(robot.n_dof)
     m0 = robot.build_mujoco(params, gravity=False)  # for C(q, qd) qd
     d, d0 = mujoco.MjData(m), mujoco.MjData(m0)
@@ -165,7 +166,7 @@ def reference_replay(
             dahl = dahl_step(fc, law_p, d.qvel.copy(), dahl, TICK_S)
         elif flaw is not None and flaw.name == "load":
             g_acting = np.zeros(n)
-            if not gravity:  # the gravity torque on each joint at rest (bias = -gravity torque at zero velocity)
+            if not gravity:  # the gravity torque on each joint at rest (bias = -gravity torque at zero velocity): mg
                 dg.qpos[:] = d.qpos
                 dg.qvel[:] = 0.0
                 mujoco.mj_forward(mg, dg)

@@ -41,7 +41,7 @@ import torch
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import Robot
-from isaaclab_sysid.sim.friction import LAW_IDS, LAWS, batch_law
+from isaaclab_sysid.sim.friction import LAWS, batch_law, law_of_id
 from isaaclab_sysid.sim.interface import (
     CandidateBatch,
     ReplayBackend,
@@ -317,7 +317,7 @@ class ReplayProgram:
         f64 = dict(dtype=torch.float64, device=device)
         self.scheds, self.params, self.P, self.E = scheds, params, P, E
         self.W = options.warmup_ticks
-        law = LAWS[{v: k for k, v in LAW_IDS.items()}[int(params["law_id"][0])]] if "law_id" in params else LAWS["coulomb"]
+        law = law_of_id(params["law_id"][0]) if "law_id" in params else LAWS["coulomb"]
         # a force law's torque must not pass through the delayed PD actuator (it would be delayed): its joint_pd
         # envs are computed in torch, like the slew limit's
         self.blocks = blocks = _EnvBlocks.layout(scheds, params, P, E, n,
