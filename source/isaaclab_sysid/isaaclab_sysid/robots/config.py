@@ -40,6 +40,8 @@ class RobotConfig:
         end_effector: what the arm carries at its flange, in words (printed by every stage that builds the arm).
         remove_links: links removed from the URDF with everything below them (e.g. the Franka's hand and fingers).
         tool: a tool stated as mass, centre of mass and inertia at a link (the flange), or None.
+        servo: (N,) the smart-servo family of each joint (``robots/servos.py``: ``xl330``, ``sts3215``), or None (the
+            joints are not driven by a smart servo's voltage loop). Runs of controller ``servo`` need it.
     """
 
     name: str
@@ -59,6 +61,7 @@ class RobotConfig:
     end_effector: str = "as in the URDF"
     remove_links: tuple[str, ...] = ()
     tool: "Tool | None" = None
+    servo: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.arm:
@@ -238,4 +241,21 @@ def load_robot_config(name_or_path: str | Path) -> RobotConfig:
         end_effector=str(raw.get("end_effector", "as in the URDF")),
         remove_links=tuple(str(v) for v in raw.get("remove_links", ())),
         tool=None if "tool" not in raw else _tool(dict(raw["tool"]), path, str(raw["ee_link"])),
+        servo=_servo(raw, path, n),
     )
+
+
+def _servo(raw: dict, path: Path, n: int) -> tuple[str, ...] | None:
+    """``servo``: one family name for every joint, or a list of N."""
+    if "servo" not in raw:
+        return None
+    from isaaclab_sysid.robots.servos import SERVO_FAMILIES
+
+    val = raw["servo"]
+    names = [val] * n if isinstance(val, str) else list(val)
+    if len(names) != n:
+        raise RobotConfigError(f"{path}: 'servo' has {len(names)} entries, expected 1 or {n}")
+    bad = [v for v in names if str(v).lower() not in SERVO_FAMILIES]
+    if bad:
+        raise RobotConfigError(f"{path}: 'servo': unknown family {bad[0]!r} (known: {', '.join(sorted(SERVO_FAMILIES))})")
+    return tuple(str(v).lower() for v in names)
