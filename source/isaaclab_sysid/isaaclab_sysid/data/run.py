@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from isaaclab_sysid.data.schema import JOINT_SPACE_CONTROLLERS
 from isaaclab_sysid.timebase import TICK_HZ
 
 
@@ -51,15 +52,17 @@ class RunMeta:
     Attributes:
         schema_version: run format version (1).
         robot: robot config name (``configs/robots/<robot>.toml``).
-        controller: ``"joint_pd"`` or ``"task_impedance"``.
+        controller: ``"joint_pd"``, ``"task_impedance"`` or ``"servo"`` (a smart servo's firmware position loop).
         control_rate_hz: rate at which setpoints were sent [Hz] (e.g. 50).
         log_rate_hz: rate of the CSV rows [Hz]: ``control_rate_hz`` or 1000.
         num_samples: number of CSV rows.
         q_init: (N,) joint positions at the start [rad].
         anchor_pos: (3,) EE anchor position of the excitation [m].
         anchor_quat: (4,) anchor orientation, xyzw.
-        kp: joint_pd (N,) [N m/rad]; task_impedance (6,) [N/m x3, N m/rad x3].
-        kd: joint_pd (N,) [N m s/rad]; task_impedance (6,) [N s/m x3, N m s/rad x3].
+        kp: joint_pd (N,) [N m/rad]; task_impedance (6,) [N/m x3, N m/rad x3]; servo (N,) the firmware's
+            register gain (units of the servo family, ``robots/servos.py``).
+        kd: joint_pd (N,) [N m s/rad]; task_impedance (6,) [N s/m x3, N m s/rad x3]; servo (N,) register
+            units, 0 allowed (a P-only position loop).
         impedance: the task_impedance law (ignored for joint_pd); None when the log does
             not record it (schema 2) until it is stated (:meth:`Run.with_law`).
         gravity_compensated: the real controller cancelled gravity (replay gravity-free).
@@ -111,6 +114,10 @@ class Run:
         tick: (T,) controller tick of each row (1 kHz logs), else None.
         setpoint_tick: (T,) tick at which the row's setpoint took effect (1 kHz logs), else None.
         source: file the run was read from, if any.
+        torque_enable: (T, N) bool: the joint's motor applied torque in that row (a servo's torque-off phase:
+            False, the joint falls freely), or None (always on).
+        supply_v: (T, N) the servo's measured input voltage [V], or None (not recorded).
+        pwm: (T, N) the servo's present PWM duty, a fraction in [-1, 1] (diagnostic), or None (not recorded).
     """
 
     name: str
@@ -128,6 +135,9 @@ class Run:
     tick: np.ndarray | None = None
     setpoint_tick: np.ndarray | None = None
     source: Path | None = None
+    torque_enable: np.ndarray | None = None
+    supply_v: np.ndarray | None = None
+    pwm: np.ndarray | None = None
 
     @property
     def n_dof(self) -> int:
@@ -158,8 +168,8 @@ class Run:
         return replace(self, meta=meta)
 
     def targets(self) -> np.ndarray:
-        """(T, D) setpoint of each row: q_des (D = N) or x_des ++ quat_des (D = 7)."""
-        if self.meta.controller == "joint_pd":
+        """(T, D) setpoint of each row: q_des (D = N: joint_pd, servo) or x_des ++ quat_des (D = 7)."""
+        if self.meta.controller in JOINT_SPACE_CONTROLLERS:
             assert self.q_des is not None
             return self.q_des
         assert self.x_des is not None and self.quat_des is not None

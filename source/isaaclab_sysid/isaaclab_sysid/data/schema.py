@@ -6,12 +6,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from isaaclab_sysid.timebase import TICK_HZ  # noqa: F401 - re-exported (rigid_body/ and excitation/ import it from here)
 
 SCHEMA_VERSION = 1
 #: 1: the project's own schema; 2: the Franka tooling's logs (read by :mod:`isaaclab_sysid.data.formats.franka_v2`).
 SUPPORTED_SCHEMA_VERSIONS = (1, 2)
-CONTROLLERS = ("joint_pd", "task_impedance")
+#: ``servo``: a smart servo's own firmware position loop (``q_des`` = the goal position, ``kp`` the firmware's register
+#: gain, docs/data_format.md); joint-space like ``joint_pd``.
+CONTROLLERS = ("joint_pd", "task_impedance", "servo")
+#: The controllers whose setpoint is a joint target ``q_des`` (N gains each).
+JOINT_SPACE_CONTROLLERS = ("joint_pd", "servo")
+#: Optional per-joint signals a run may carry (all N columns of one or none), in column order after ``tau_J``:
+#: ``torque_enable`` (0/1: the servo applied torque; absent = always on), ``supply_v`` (the servo's measured input
+#: voltage [V]), ``pwm`` (its present PWM duty, a fraction in [-1, 1]; diagnostic).
+OPTIONAL_SIGNALS = ("torque_enable", "supply_v", "pwm")
 #: Orientation-error conventions, named by what they compute (docs/data_format.md):
 #: ``rotvec`` = rotation vector of R_des R^T; ``quat_vec`` = vec(q_des q^-1) (libfranka's and
 #: franka_ros's cartesian_impedance_example); ``quat_2vec`` = 2 vec(q_des q^-1).
@@ -38,8 +48,8 @@ def joint_cols(prefix: str, n: int) -> tuple[str, ...]:
     return tuple(f"{prefix}{i + 1}" for i in range(n))
 
 
-def expected_columns(n_dof: int, controller: str, is_1khz: bool) -> tuple[str, ...]:
-    """The exact CSV header for a run, in order."""
+def expected_columns(n_dof: int, controller: str, is_1khz: bool, optional: Sequence[str] = ()) -> tuple[str, ...]:
+    """The exact CSV header for a run, in order; ``optional``: the :data:`OPTIONAL_SIGNALS` the run carries."""
     cols: list[str] = ["t_s"]
     if is_1khz:
         cols += TICK_COLS
@@ -49,6 +59,9 @@ def expected_columns(n_dof: int, controller: str, is_1khz: bool) -> tuple[str, .
     else:
         cols += joint_cols("q_des", n_dof)
     cols += joint_cols("tau", n_dof) + joint_cols("tau_J", n_dof)
+    for sig in OPTIONAL_SIGNALS:
+        if sig in optional:
+            cols += joint_cols(sig, n_dof)
     return tuple(cols)
 
 

@@ -16,6 +16,7 @@ from isaaclab_sysid.data.formats.text import read_text
 from isaaclab_sysid.data.run import LAW_FACTS, REPLAY_FACTS, ImpedanceLaw, Run, RunMeta
 from isaaclab_sysid.data.schema import (
     CONTROLLERS,
+    JOINT_SPACE_CONTROLLERS,
     LEGACY_ORIENTATION_ERRORS,
     ORIENTATION_ERRORS,
     QUAT_NORM_TOL,
@@ -143,14 +144,18 @@ def parse_sidecar(raw: Any, file: str, n_dof: int, q_lower: np.ndarray, q_upper:
     gains = raw.get("gains")
     if not isinstance(gains, dict):
         raise _err(file, "gains", "missing (expected {\"kp\": [...], \"kd\": [...]})")
-    n_gain = n_dof if controller == "joint_pd" else 6
-    kp = _gain_vector(gains, "kp", n_gain, file, controller == "joint_pd")
-    kd = _gain_vector(gains, "kd", n_gain, file, controller == "joint_pd")
+    joint = controller in JOINT_SPACE_CONTROLLERS
+    n_gain = n_dof if joint else 6
+    kp = _gain_vector(gains, "kp", n_gain, file, joint)
+    kd = _gain_vector(gains, "kd", n_gain, file, joint)
     for name, vec in (("kp", kp), ("kd", kd)):
-        nonpos = np.flatnonzero(vec <= 0)
+        # a servo's firmware loop may have no D term (the XL330's position mode: P only): kd 0 is stated, not unknown
+        zero_ok = controller == "servo" and name == "kd"
+        nonpos = np.flatnonzero(vec < 0 if zero_ok else vec <= 0)
         if nonpos.size:
             i = int(nonpos[0])
-            raise _err(file, f"gains.{name}[{i}]", f"gain must be positive, got {vec[i]}")
+            raise _err(file, f"gains.{name}[{i}]",
+                       f"gain must be {'>= 0' if zero_ok else 'positive'}, got {vec[i]}")
     unrecorded = _parse_unrecorded(raw.get("unrecorded", []), file)
     law: ImpedanceLaw | None = ImpedanceLaw()
     if controller == "task_impedance" and any(f in unrecorded for f in LAW_FACTS):

@@ -12,6 +12,7 @@ from isaaclab_sysid.data.run import RunMeta
 from isaaclab_sysid.data.schema import (
     EE_QUAT,
     JOINT_LIMIT_SLACK,
+    OPTIONAL_SIGNALS,
     QUAT_DES,
     QUAT_NORM_TOL,
     expected_columns,
@@ -20,17 +21,30 @@ from isaaclab_sysid.timebase import TICK_HZ
 from isaaclab_sysid.utils.errors import plain
 
 _Q_COL = re.compile(r"^q(\d+)$")
+_OPTIONAL_COL = re.compile(rf"^({'|'.join(OPTIONAL_SIGNALS)})\d+$")
+#: a PWM duty may exceed [-1, 1] by this much (rounding of a register reading)
+PWM_TOL = 1e-9
+
+
+def optional_in_header(columns: Sequence[str]) -> tuple[str, ...]:
+    """The optional signals (:data:`~isaaclab_sysid.data.schema.OPTIONAL_SIGNALS`) with a column in ``columns``."""
+    seen = {m.group(1) for c in columns if (m := _OPTIONAL_COL.match(c))}
+    return tuple(sig for sig in OPTIONAL_SIGNALS if sig in seen)
 
 
 def check_header(columns: Sequence[str], meta: RunMeta, n_dof: int, file: str, header_row: int | None) -> None:
-    """Refuse a header with the wrong joint count, missing or extra columns."""
+    """Refuse a header with the wrong joint count, missing or extra columns.
+
+    The optional signals (``torque_enable``, ``supply_v``, ``pwm``: 1..N each) are all of a signal's N columns or none.
+    """
     n_q = sum(1 for c in columns if _Q_COL.match(c))
     if n_q != n_dof:
         raise RunFormatError(
             file, header_row, f"q{min(n_q, n_dof) + 1}",
             f"wrong joint count: the log has {n_q} joint columns, robot '{meta.robot}' has {n_dof}",
         )
-    expected = expected_columns(n_dof, meta.controller, meta.log_rate_hz == TICK_HZ)
+    optional = optional_in_header(columns)
+    expected = expected_columns(n_dof, meta.controller, meta.log_rate_hz == TICK_HZ, optional)
     seen = set()
     for c in columns:
         if c in seen:
@@ -38,6 +52,10 @@ def check_header(columns: Sequence[str], meta: RunMeta, n_dof: int, file: str, h
         seen.add(c)
     for c in expected:
         if c not in seen:
+            opt = _OPTIONAL_COL.match(c)
+            if opt:
+                raise RunFormatError(file, header_row, c, f"missing column ({opt.group(1)} is in the header: every joint "
+                                     f"needs its column, {opt.group(1)}1..{n_dof})")
             kind = "1 kHz" if meta.log_rate_hz == TICK_HZ else f"{meta.control_rate_hz:g} Hz"
             raise RunFormatError(file, header_row, c, f"missing column (a {kind} {meta.controller} log needs it)")
     for c in columns:
@@ -131,6 +149,7 @@ def check_values(
                 file, i + row_of, f"q{j + 1}",
                 f"{q[i]:.4f} rad outside joint limits [{q_lower[j]:.4f}, {q_upper[j]:.4f}] (degrees logged as radians?)",
             )
+    _check_optional(table, n, file, row_of)
     quats = [EE_QUAT] + ([QUAT_DES] if meta.controller == "task_impedance" else [])
     for names in quats:
         norm = np.sqrt(sum(table[c] ** 2 for c in names))
@@ -138,3 +157,20 @@ def check_values(
         if bad.size:
             i = int(bad[0])
             raise RunFormatError(file, i + row_of, names[-1], f"non-unit quaternion (norm {norm[i]:.4f})")
+
+
+def _check_optional(table: dict[str, np.ndarray], n: int, file: str, row_of: int) -> None:
+    """The optional signals' values: ``torque_enable`` 0 or 1, ``supply_v`` >= 0 [V], ``pwm`` in [-1, 1]."""
+    for j in range(n):
+        for sig, bad_of, what in (
+            ("torque_enable", lambda v: (v != 0) & (v != 1), "expected 0 or 1 (the motor applied torque)"),
+            ("supply_v", lambda v: v < 0, "a supply voltage [V] must be >= 0"),
+            ("pwm", lambda v: np.abs(v) > 1 + PWM_TOL, "a PWM duty must be in [-1, 1] (a fraction of full duty)"),
+        ):
+            col = f"{sig}{j + 1}"
+            if col not in table:
+                continue
+            bad = np.flatnonzero(bad_of(table[col]))
+            if bad.size:
+                i = int(bad[0])
+                raise RunFormatError(file, i + row_of, col, f"{plain(table[col][i])}: {what}")

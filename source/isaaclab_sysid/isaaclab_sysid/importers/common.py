@@ -31,7 +31,7 @@ import numpy as np
 from isaaclab_sysid.data.errors import RunFormatError
 from isaaclab_sysid.data.formats.text import read_text
 from isaaclab_sysid.data.run import REPLAY_FACTS, ImpedanceLaw, Run, RunMeta
-from isaaclab_sysid.data.schema import CONTROLLERS
+from isaaclab_sysid.data.schema import CONTROLLERS, JOINT_SPACE_CONTROLLERS
 from isaaclab_sysid.timebase import TICK_HZ
 from isaaclab_sysid.utils.errors import UserError, plain
 
@@ -64,8 +64,8 @@ class ImportSpec:
 
     Attributes:
         file: the mapping file (named in errors).
-        robot: robot config name; controller: ``joint_pd`` or ``task_impedance``.
-        kp, kd: the real controller's gains (N each for joint_pd, 6 for task_impedance).
+        robot: robot config name; controller: ``joint_pd``, ``task_impedance`` or ``servo``.
+        kp, kd: the real controller's gains (N each for joint_pd and servo, 6 for task_impedance).
         rate_hz: the even grid [Hz] (divides 1000), or None for the source's own rate (LeRobot ``fps``).
         max_gap_s: a longer gap between stamps splits or refuses the run [s] (default 1.5 grid periods).
         on_gap: ``"refuse"`` (default) or ``"split"``.
@@ -131,13 +131,14 @@ def load_import_spec(path: str | Path, n_dof_of=None) -> ImportSpec:
     if controller not in CONTROLLERS:
         raise _spec_err(file, "controller", f"expected one of {', '.join(CONTROLLERS)}, got {controller!r}")
     gains = raw.get("gains")
-    n_gain = n_dof if controller == "joint_pd" else 6
-    unknown = gains == "unknown" and controller == "joint_pd"  # a servo arm (LeRobot): the fit's kp / kd find them
+    joint = controller in JOINT_SPACE_CONTROLLERS
+    n_gain = n_dof if joint else 6
+    unknown = gains == "unknown" and joint  # a servo arm (LeRobot): the fit's kp / kd find them
     if unknown:
         gains = {"kp": [None] * n_gain, "kd": [None] * n_gain}
     if not isinstance(gains, dict):
         raise _spec_err(file, "gains", "missing: the real controller's {kp: [...], kd: [...]}"
-                        + (" or unknown (a servo arm: fit --groups kp kd)" if controller == "joint_pd" else ""))
+                        + (" or unknown (a servo arm: fit --groups kp kd)" if joint else ""))
     kk = {}
     for key in ("kp", "kd"):
         v = gains.get(key)
@@ -148,9 +149,12 @@ def load_import_spec(path: str | Path, n_dof_of=None) -> ImportSpec:
         if unknown:
             kk[key] = np.full(n_gain, np.nan)  # unstated (sidecar: null; sim/servo.py)
             continue
+        zero_ok = controller == "servo" and key == "kd"  # a P-only firmware loop (the XL330's position mode)
         for i, x in enumerate(v):
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
-                raise _spec_err(file, f"gains.{key}[{i}]", f"gain must be a positive number, got {x!r}")
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0 or \
+                    (x == 0 and not zero_ok):
+                raise _spec_err(file, f"gains.{key}[{i}]",
+                                f"gain must be a {'number >= 0' if zero_ok else 'positive number'}, got {x!r}")
         kk[key] = np.asarray(v, dtype=float)
     rate = raw.get("rate_hz")
     if rate is not None:
