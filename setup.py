@@ -40,7 +40,16 @@ EXTRAS = {
     "dev": ["pytest>=8", "pytest-xdist>=3"],
     # benchmarks/vs_peers.py (docs/benchmarks.md): mujoco.sysid, shipped in the mujoco wheel, imports only with its
     # own extra (colorama, tabulate, jinja2, imageio[ffmpeg], ...); same mujoco pin as above.
-    "peers": ["mujoco[sysid]~=3.12.0"],
+    # benchmarks/vs_bam.py (issue 42): BAM (Better Actuator Models, Apache-2.0) for its published servo parameters,
+    # its simulator and its fit; `python -m bam.fit` needs optuna + cmaes (its CMA-ES sampler) and imports wandb at
+    # module level (used only under its --wandb flag), so wandb comes too.
+    "peers": [
+        "mujoco[sysid]~=3.12.0",
+        "better-actuator-models==1.0.2",
+        "optuna>=4",
+        "cmaes>=0.12",
+        "wandb",
+    ],
 }
 
 setup(
