@@ -1,4 +1,16 @@
-"""LeRobot datasets: ``meta/info.json`` (``fps``, feature names) and ``data/chunk-*/episode_*.parquet``; one run per episode.
+"""LeRobot datasets: ``meta/info.json`` (``fps``, feature names, ``codebase_version``) and the data; one run per episode.
+
+Two layouts, told apart by ``info.json``'s ``codebase_version``:
+
+* **v2.x**: one parquet file per episode, ``data/chunk-*/episode_*.parquet``;
+* **v3.0** (what LeRobot writes today): many episodes per file, ``data/chunk-*/file-*.parquet`` with an
+  ``episode_index`` column, found through the episode table ``meta/episodes/chunk-*/file-*.parquet`` (one row per
+  episode: ``episode_index``, ``length``, ``data/chunk_index``, ``data/file_index``, ``dataset_from_index``,
+  ``dataset_to_index``, ...). Episodes come from that table, in episode order; a table that disagrees with the data
+  (an episode's rows not where it says, a length mismatch, an episode in one and not the other) is refused in one
+  line naming the file and the episode.
+
+Both are read with the same mapping file and give the same runs (names ``<dataset>_episode_<i>``).
 
 The mapping file's ``features`` section maps the robot's joints onto feature components by name
 (docs/data_format.md); each entry is ``{feature: <feature key>, names: [...]}`` (names in the
@@ -36,6 +48,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -143,61 +156,190 @@ def read_lerobot(path: str | Path, spec: ImportSpec, n_dof: int) -> tuple[list[S
     # the calibration file is keyed by the dataset's motor names (the q components, without LeRobot's ".pos")
     motors = [lab.split("[", 1)[1][:-1].removesuffix(".pos") for lab in sel["q"][2]]
     convert = _converters(spec, n_dof, task, motors)
+    needed = set(REQUIRED_COLUMNS) | {v[0] for v in sel.values() if not isinstance(v, str)}
+    version = str(info.get("codebase_version", "v2.1"))
+    pieces = _v3_episodes(root, info, info_file, needed, pq) if version.startswith("v3") else _v2_episodes(root, needed, pq)
+    out: list[Streams] = []
+    for f, data, rows, e in pieces:
+        label = f"episode {int(e)} frame"
+        frame = data["frame_index"][rows] if "frame_index" in data else rows
+        arr = {}
+        for sig, v in sel.items():
+            if isinstance(v, str):
+                continue
+            feature, idx, _ = v
+            raw = data[feature]
+            block = []
+            for r, fr in zip(rows, frame):
+                val = raw[r]
+                if val is None or len(val) <= max(idx):
+                    raise RunFormatError(str(f), int(fr), feature, f"{'missing' if val is None else len(val)} "
+                                         f"value(s); components {max(idx) + 1} needed", row_label=label)
+                block.append([float(val[k]) for k in idx])
+            arr[sig] = np.asarray(block, dtype=float).reshape(len(rows), len(idx))
+            if sig in ("q", "targets") and convert is not None:
+                arr[sig] = convert(arr[sig])
+        t = np.asarray(data["timestamp"], dtype=float)[rows]
+        notes = {"episode_index": int(e), "fps": float(fps), "codebase_version": version}
+        if convert is not None:
+            notes["units"] = f"q and targets converted to rad from {spec.features.get('units')} (lerobot_units.py)"
+        if sel["dq"] == "differentiate":
+            arr["dq"] = np.gradient(arr["q"], t, axis=0) if len(t) > 1 else np.zeros_like(arr["q"])
+            notes["dq"] = "not in the dataset: central differences of q"
+        if sel["tau"] == "none":
+            arr["tau"] = np.full_like(arr["q"], np.nan)
+            notes["tau"] = "not in the dataset: NaN (unusable for rigid-body least squares)"
+        names = {"time": ["timestamp"]}
+        names.update({k: v[2] for k, v in sel.items() if not isinstance(v, str)})
+        out.append(Streams(
+            name=f"{root.name}_episode_{int(e):06d}", file=str(f), row_label=label, rows=np.asarray(frame), t=t,
+            q=arr["q"], dq=arr["dq"], tau=arr["tau"], tau_J=None if sel["tau"] != "none" else arr["tau"].copy(),
+            targets=arr["targets"], names=names, notes=notes,
+        ))
+    return out, float(fps)
+
+
+#: The columns of a v3.0 episode table (``meta/episodes/chunk-*/file-*.parquet``) the import reads.
+V3_EPISODE_COLUMNS = ("episode_index", "length", "data/chunk_index", "data/file_index", "dataset_from_index",
+                      "dataset_to_index")
+#: LeRobot v3.0's data file template (``info.json``'s ``data_path`` when it has none).
+V3_DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+#: One episode to read: (data file, its columns, the episode's row positions in that file, episode index).
+Piece = tuple[Path, dict, np.ndarray, int]
+
+
+def _read_parquet(f: Path, pq) -> Any:
+    try:
+        return pq.read_table(f)
+    except Exception as exc:  # noqa: BLE001 - any pyarrow failure: an unreadable file
+        raise RunFormatError(str(f), None, "-", f"not a readable parquet file ({type(exc).__name__}: {exc})") from None
+
+
+def _read_data_file(f: Path, needed: set[str], pq) -> dict:
+    """A data file's columns: the numeric ones (episode_index, frame_index, index, timestamp) as arrays, the
+    features as lists (a frame's vector each); a missing needed column is refused naming the file."""
+    table = _read_parquet(f, pq)
+    cols = set(table.column_names)
+    for c in sorted(needed):
+        if c not in cols:
+            raise RunFormatError(str(f), None, c, f"missing column (feature {c} is needed; the file has "
+                                 f"{', '.join(table.column_names)})")
+    out: dict = {}
+    for c in cols & (needed | {"frame_index", "index"}):
+        col = table.column(c)
+        if c in ("episode_index", "frame_index", "index", "timestamp"):
+            out[c] = np.asarray(col.to_numpy(zero_copy_only=False))
+        else:
+            out[c] = col.to_pylist()
+    return out
+
+
+def _v2_episodes(root: Path, needed: set[str], pq) -> list[Piece]:
+    """Codebase v2.x: one parquet file per episode (``data/chunk-*/episode_*.parquet``), files in name order."""
     files = sorted(root.glob("data/chunk-*/episode_*.parquet"))
     if not files:
-        raise RunFormatError(str(root / "data"), None, "-", "no data/chunk-*/episode_*.parquet files")
-    needed = set(REQUIRED_COLUMNS) | {v[0] for v in sel.values() if not isinstance(v, str)}
-    out: list[Streams] = []
+        v3 = sorted(root.glob("data/chunk-*/file-*.parquet"))
+        hint = (f" (it has {v3[0].relative_to(root)}: a v3.0 layout, but meta/info.json's codebase_version does not "
+                "say v3.0)") if v3 else ""
+        raise RunFormatError(str(root / "data"), None, "-", f"no data/chunk-*/episode_*.parquet files{hint}")
+    out: list[Piece] = []
     for f in files:
+        data = _read_data_file(f, needed, pq)
+        ep = data["episode_index"]
+        out += [(f, data, np.flatnonzero(ep == e), int(e)) for e in np.unique(ep)]
+    return out
+
+
+def _v3_episodes(root: Path, info: dict, info_file: str, needed: set[str], pq) -> list[Piece]:
+    """Codebase v3.0: many episodes per data file, located by the episode table (``meta/episodes/``).
+
+    Each episode's rows are where the table says: in the data file of its ``data/chunk_index`` and ``data/file_index``,
+    at the dataset-wide row indices ``dataset_from_index`` .. ``dataset_to_index - 1`` (the ``index`` column, or the
+    row's position in the data files concatenated in chunk and file order when there is none), ``length`` of them.
+
+    Raises:
+        RunFormatError: no episode table, a missing column, an episode listed twice, a data file the table names
+            that is not there, or the table disagreeing with the data (an episode's rows not where the table says,
+            a length mismatch, an episode in one and not the other): one line naming the file and the episode.
+    """
+    ep_files = sorted(root.glob("meta/episodes/chunk-*/file-*.parquet"))
+    if not ep_files:
+        raise RunFormatError(str(root / "meta" / "episodes"), None, "-", "no meta/episodes/chunk-*/file-*.parquet: a "
+                             "v3.0 dataset's episode table is needed to find its episodes")
+    table: dict[int, tuple[Path, dict[str, int]]] = {}
+    for ef in ep_files:
+        et = _read_parquet(ef, pq)
+        for c in V3_EPISODE_COLUMNS:
+            if c not in et.column_names:
+                raise RunFormatError(str(ef), None, c, f"missing column of the episode table (it has "
+                                     f"{', '.join(et.column_names)})")
+        cols = {c: et.column(c).to_pylist() for c in V3_EPISODE_COLUMNS}
+        for i in range(et.num_rows):
+            rec = {c: cols[c][i] for c in V3_EPISODE_COLUMNS}
+            e = rec["episode_index"]
+            for c, v in rec.items():
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise RunFormatError(str(ef), i, c, f"expected an integer >= 0, got {v!r}", row_label="row")
+            if e in table:
+                other = "" if table[e][0] == ef else f" (also in {table[e][0]})"
+                raise RunFormatError(str(ef), e, "episode_index", f"listed twice in the episode table{other}",
+                                     row_label="episode")
+            if rec["dataset_to_index"] - rec["dataset_from_index"] != rec["length"]:
+                raise RunFormatError(str(ef), e, "length", f"{rec['length']} frames, but dataset_from_index "
+                                     f"{rec['dataset_from_index']} .. dataset_to_index {rec['dataset_to_index']} spans "
+                                     f"{rec['dataset_to_index'] - rec['dataset_from_index']}", row_label="episode")
+            table[e] = (ef, rec)
+    template = str(info.get("data_path") or V3_DATA_PATH)
+
+    def data_path(rec: dict[str, int]) -> Path:
         try:
-            table = pq.read_table(f)
-        except Exception as exc:  # noqa: BLE001 - any pyarrow failure: an unreadable file
-            raise RunFormatError(str(f), None, "-", f"not a readable parquet file ({type(exc).__name__}: {exc})") from None
-        cols = set(table.column_names)
-        for c in sorted(needed):
-            if c not in cols:
-                raise RunFormatError(str(f), None, c, f"missing column (feature {c} is needed; the file has "
-                                     f"{', '.join(table.column_names)})")
-        ep = np.asarray(table.column("episode_index").to_numpy(zero_copy_only=False))
-        frame = (np.asarray(table.column("frame_index").to_numpy(zero_copy_only=False)) if "frame_index" in cols
-                 else np.arange(table.num_rows))
-        for e in np.unique(ep):
-            rows = np.flatnonzero(ep == e)
-            label = f"episode {int(e)} frame"
-            arr = {}
-            for sig, v in sel.items():
-                if isinstance(v, str):
-                    continue
-                feature, idx, _ = v
-                raw = table.column(feature).to_pylist()
-                block = []
-                for r in rows:
-                    val = raw[r]
-                    if val is None or len(val) <= max(idx):
-                        raise RunFormatError(str(f), int(frame[r]), feature, f"{'missing' if val is None else len(val)} "
-                                             f"value(s); components {max(idx) + 1} needed", row_label=label)
-                    block.append([float(val[k]) for k in idx])
-                arr[sig] = np.asarray(block, dtype=float)
-                if sig in ("q", "targets") and convert is not None:
-                    arr[sig] = convert(arr[sig])
-            t = np.asarray(table.column("timestamp").to_numpy(zero_copy_only=False), dtype=float)[rows]
-            notes = {"episode_index": int(e), "fps": float(fps)}
-            if convert is not None:
-                notes["units"] = f"q and targets converted to rad from {spec.features.get('units')} (lerobot_units.py)"
-            if sel["dq"] == "differentiate":
-                arr["dq"] = np.gradient(arr["q"], t, axis=0) if len(t) > 1 else np.zeros_like(arr["q"])
-                notes["dq"] = "not in the dataset: central differences of q"
-            if sel["tau"] == "none":
-                arr["tau"] = np.full_like(arr["q"], np.nan)
-                notes["tau"] = "not in the dataset: NaN (unusable for rigid-body least squares)"
-            names = {"time": ["timestamp"]}
-            names.update({k: v[2] for k, v in sel.items() if not isinstance(v, str)})
-            out.append(Streams(
-                name=f"{root.name}_episode_{int(e):06d}", file=str(f), row_label=label, rows=frame[rows], t=t,
-                q=arr["q"], dq=arr["dq"], tau=arr["tau"], tau_J=None if sel["tau"] != "none" else arr["tau"].copy(),
-                targets=arr["targets"], names=names, notes=notes,
-            ))
-    return out, float(fps)
+            return root / template.format(chunk_index=rec["data/chunk_index"], file_index=rec["data/file_index"])
+        except (KeyError, IndexError, ValueError) as exc:
+            raise RunFormatError(info_file, None, "data_path", f"{template!r} is not a v3.0 data path template "
+                                 f"(chunk_index, file_index): {exc}") from None
+
+    placed = {e: data_path(rec) for e, (_, rec) in table.items()}
+    files = sorted(set(root.glob("data/chunk-*/file-*.parquet")) | set(placed.values()))
+    for e, f in placed.items():
+        if not f.is_file():
+            raise RunFormatError(str(table[e][0]), e, "data/file_index", f"the table places it in {f.relative_to(root)}, "
+                                 "which is not there", row_label="episode")
+    datas: dict[Path, dict] = {}
+    offset = 0
+    for f in files:  # chunk, then file order: the dataset-wide row index of a file without an 'index' column
+        data = _read_data_file(f, needed, pq)
+        n = len(data["episode_index"])
+        if "index" not in data:
+            data["index"] = np.arange(offset, offset + n)
+        offset += n
+        datas[f] = data
+        for e in np.unique(data["episode_index"]):
+            e = int(e)
+            if e not in table:
+                raise RunFormatError(str(f), e, "episode_index", "in the data but not in the episode table "
+                                     "(meta/episodes/)", row_label="episode")
+            if placed[e] != f:
+                raise RunFormatError(str(f), e, "episode_index", f"has rows in this file, but the episode table "
+                                     f"places it in {placed[e].relative_to(root)}", row_label="episode")
+    out: list[Piece] = []
+    for e in sorted(table):
+        ef, rec = table[e]
+        f = placed[e]
+        data = datas[f]
+        rows = np.flatnonzero(data["episode_index"] == e)
+        if len(rows) != rec["length"]:
+            raise RunFormatError(str(f), e, "episode_index", f"{len(rows)} rows in the data, but the episode table "
+                                 f"({ef.relative_to(root)}) says length {rec['length']}", row_label="episode")
+        idx = np.asarray(data["index"])[rows]
+        want = np.arange(rec["dataset_from_index"], rec["dataset_to_index"])
+        if not np.array_equal(idx, want):
+            k = int(np.flatnonzero(idx != want)[0])
+            raise RunFormatError(str(f), e, "index", f"rows at dataset indices {int(idx[0])} .. {int(idx[-1])}, but the "
+                                 f"episode table ({ef.relative_to(root)}) places it at {rec['dataset_from_index']} .. "
+                                 f"{rec['dataset_to_index'] - 1} (first difference: frame {k}, index {int(idx[k])} "
+                                 f"where {int(want[k])} is expected)", row_label="episode")
+        out.append((f, data, rows, e))
+    return out
 
 
 def _converters(spec: ImportSpec, n_dof: int, task: bool, motors: list[str]):
