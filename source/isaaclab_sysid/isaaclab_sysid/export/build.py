@@ -198,6 +198,11 @@ def check_exported_law(space: ParamSpace, target: str) -> None:
         ExportError: the law is not one the export writes, or a fitted Stribeck shape exponent (the exports apply
             exp(-(v/vs)^2)); one line naming the law and what to do.
     """
+    motor = [g for g in ("motor_kt", "motor_r") if g in space.group_names]
+    if motor:
+        raise ExportError(f"the fit holds a servo motor model ({', '.join(motor)}: firmware duty, back-EMF, current "
+                          f"limit, torque-off phases), which the {target} export does not write yet: the exported "
+                          "model would be a reduced one (docs/servo_arms.md)")
     law = law_of_groups(space.group_names)
     if law.name not in EXPORTED_LAWS[target]:
         raise ExportError(f"the fit used the {law.name} friction law, which the {target} export does not apply yet: "

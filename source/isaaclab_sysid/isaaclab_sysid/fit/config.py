@@ -107,7 +107,8 @@ class ParamsConfig:
     (mujoco; docs/friction.md), by name or by their groups: stribeck (mu_static,dynamic_ratio,stribeck_velocity,
     stribeck_shape), sigmoid (Gaz: sigmoid_amplitude,sigmoid_slope,sigmoid_offset; instead of friction), load (BAM's
     load-dependent law: friction,load_friction_motor,load_friction_external), dahl (pre-sliding:
-    friction,presliding_stiffness). Servos: kp, kd, encoder_offset; torque runs: torque_offset. auto (the default): fit armature,friction,viscous,
+    friction,presliding_stiffness). Servos: kp, kd, encoder_offset; a servo run's motor model (controller servo,
+    docs/servo_arms.md): motor_kt,motor_r with the load law for the gearbox; torque runs: torque_offset. auto (the default): fit armature,friction,viscous,
     delay, then refit with the static-friction group from that optimum where the score test asks for static friction
     or a Gauss-Newton step forecasts half of --auto_static_margin, and keep the static fit if the test fired or the
     refit lowered the loss by the margin (the log says what it chose, the loss ratio, the forecast and each joint's z;
@@ -158,6 +159,11 @@ class ParamsConfig:
     """Bounds of the load-dependent law's friction per N m of external (gravity + Coriolis) torque [-]."""
     presliding_stiffness_bounds: tuple[float, float] = _bounds("presliding_stiffness")
     """Bounds of the Dahl law's bristle stiffness sigma0 [N m/rad] (pre-sliding creep before break-away)."""
+    motor_kt_bounds: tuple[float, float] = _bounds("motor_kt")
+    """Bounds of a servo motor's torque constant at the output shaft [N m/A] (servo runs; kt and R trade off where
+    neither the back-EMF nor the current limit is reached: the intervals say so)."""
+    motor_r_bounds: tuple[float, float] = _bounds("motor_r")
+    """Bounds of a servo motor's winding resistance [Ohm] (servo runs)."""
     stribeck_velocity: float = 0.05
     """Stribeck velocity of the static-friction group [rad/s] when not fitted: friction Fc + (Fs - Fc) exp(-(v/vs)^2)."""
 

@@ -81,6 +81,10 @@ GROUPS: dict[str, GroupInfo] = {
                   "load-dependent friction per N m of external torque (BAM)"),
         GroupInfo("presliding_stiffness", "N m/rad", (1.0, 2000.0), True, "presliding_stiffness", 1.0, 0.05,
                   "bristle stiffness sigma0 of the Dahl pre-sliding law"),
+        GroupInfo("motor_kt", "N m/A", (0.05, 3.0), True, "motor_kt", 1.0, 0.5,
+                  "a servo motor's torque constant at the output shaft (servo runs)"),
+        GroupInfo("motor_r", "Ohm", (0.5, 10.0), True, "motor_r", 3.0, 0.5,
+                  "a servo motor's winding resistance (servo runs)"),
     )
 }
 assert tuple(GROUPS) == PARAM_GROUPS, "GROUPS must list the backend contract's groups in order"

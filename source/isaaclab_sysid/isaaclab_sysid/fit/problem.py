@@ -144,12 +144,30 @@ def parse_traj_weights(text: str | None, n_runs: int) -> np.ndarray:
     return w
 
 
-def build_space(args: FitArgs, joint_names: Sequence[str], robot_config: RobotConfig | None = None) -> ParamSpace:
+#: what ``--fit_groups auto`` adds for servo runs (controller ``servo``): the motor model and the homing error
+SERVO_AUTO_GROUPS = ("motor_kt", "motor_r", "encoder_offset")
+
+
+def build_space(args: FitArgs, joint_names: Sequence[str], robot_config: RobotConfig | None = None,
+                servo: bool = False, log: Callable[[str], None] = print) -> ParamSpace:
     """The parameter space of ``--fit_groups`` with its bounds flags, labelled with the robot's joint names; the
-    armature's default box is the robot config's physical bound per joint (fit/armature_bound.py)."""
+    armature's default box is the robot config's physical bound per joint (fit/armature_bound.py).
+
+    ``servo``: the runs are servo runs (controller ``servo``): ``auto`` adds :data:`SERVO_AUTO_GROUPS` (said in the
+    log); explicit groups without ``motor_kt`` and ``motor_r`` are refused in one line.
+    """
     groups = args.params.groups()
     if not groups:
         raise FitError("--fit_groups is empty")
+    if servo and args.params.auto:
+        added = [g for g in SERVO_AUTO_GROUPS if g not in groups]
+        groups = groups + added
+        if added:
+            log(f"--fit_groups auto: servo runs: the motor model and homing error added ({', '.join(added)}; "
+                "docs/servo_arms.md)")
+    elif servo and not {"motor_kt", "motor_r"} <= set(groups):
+        raise FitError("servo runs (controller servo) replay the servo's motor model: --fit_groups needs motor_kt and "
+                       "motor_r (or auto, which adds them)")
     specs = []
     for g in groups:
         bounds = args.params.bounds_of(g)
@@ -283,7 +301,10 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
         torque_replay.describe(args, runs + heldout, robot, log)
     else:
         runs, heldout, robot = resolve_replay_facts(args, runs, heldout, robot, log)  # law, EE point, limits
-        space = build_space(args, robot.joint_names, robot.config)
+        servo = any(r.meta.controller == "servo" for r in runs + heldout)
+        if servo and any(r.meta.controller != "servo" for r in runs + heldout):
+            raise FitError("servo runs (controller servo) and runs of other controllers in one fit: fit them apart")
+        space = build_space(args, robot.joint_names, robot.config, servo=servo, log=log)
         # the flag, else the sidecars' state_age, else refused (one line); kept in args for the backend, verdict, config.json
         args.runs.state_age_ms = resolve_state_age(args.runs.state_age_ms, runs + heldout, log)
     if "armature" in space.group_names:

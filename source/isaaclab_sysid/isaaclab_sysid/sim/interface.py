@@ -21,7 +21,8 @@ from isaaclab_sysid.utils.errors import UserError
 #: Every parameter group a backend may support (see DESIGN: "Parameters fitted by replay").
 PARAM_GROUPS = ("armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio", "stribeck_velocity",
                 "torque_offset", "kp", "kd", "encoder_offset", "stribeck_shape", "sigmoid_amplitude", "sigmoid_slope",
-                "sigmoid_offset", "load_friction_motor", "load_friction_external", "presliding_stiffness")
+                "sigmoid_offset", "load_friction_motor", "load_friction_external", "presliding_stiffness", "motor_kt",
+                "motor_r")
 #: the groups of the friction laws beyond Coulomb (sim/friction.py), per joint
 LAW_GROUPS = ("mu_static", "dynamic_ratio", "stribeck_velocity", "stribeck_shape", "sigmoid_amplitude", "sigmoid_slope",
               "sigmoid_offset", "load_friction_motor", "load_friction_external", "presliding_stiffness")
@@ -86,6 +87,8 @@ class CandidateBatch:
             base level).
         presliding_stiffness: (P, N) the Dahl law's bristle stiffness sigma0 [N m/rad] (``friction`` is its
             saturation level).
+        motor_kt: (P, N) a servo motor's torque constant at the output shaft [N m/A] (servo runs, sim/servo.py).
+        motor_r: (P, N) a servo motor's winding resistance [Ohm] (servo runs).
     """
 
     armature: np.ndarray | None = None
@@ -106,6 +109,8 @@ class CandidateBatch:
     load_friction_motor: np.ndarray | None = None
     load_friction_external: np.ndarray | None = None
     presliding_stiffness: np.ndarray | None = None
+    motor_kt: np.ndarray | None = None
+    motor_r: np.ndarray | None = None
 
     @property
     def size(self) -> int:

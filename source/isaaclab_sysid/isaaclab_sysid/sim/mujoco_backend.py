@@ -37,7 +37,7 @@ from isaaclab_sysid.sim.interface import (
     replay_gravity,
 )
 from isaaclab_sysid.sim.schedule import CONTROLLER_IDS, RunSchedule, schedule_of
-from isaaclab_sysid.sim.servo import servo_arrays, servo_job_arrays
+from isaaclab_sysid.sim.servo import families_of, motor_table, servo_arrays, servo_job_arrays
 from isaaclab_sysid.sim.shooting import run_windows
 from isaaclab_sysid.sim.torque_input import torque_offset_arrays, window_input
 from isaaclab_sysid.timebase import TICK_S
@@ -94,7 +94,7 @@ class MujocoBackend(ReplayBackend):
 
     name = "mujoco"
     supported_groups = frozenset({"armature", "friction", "viscous", "delay", "torque_offset", "kp", "kd",
-                                  "encoder_offset", *LAW_GROUPS})
+                                  "encoder_offset", "motor_kt", "motor_r", *LAW_GROUPS})
 
     def __init__(
         self,
@@ -137,6 +137,7 @@ class MujocoBackend(ReplayBackend):
             "viscous": np.array(m.dof_damping, dtype=np.float64),
         }
         self._tau_max = np.ascontiguousarray(robot.tau_max, dtype=np.float64)
+        self._servo = robot.config.servo
         rate = robot.config.torque_rate_limit
         self._slew = np.ascontiguousarray(
             np.full(self.n_dof, np.inf) if rate is None else np.asarray(rate, dtype=np.float64) * TICK_S
@@ -301,10 +302,15 @@ class MujocoBackend(ReplayBackend):
             raise ValueError(f"run '{s.name}': orientation_error '{law.orientation_error}' is not one the native loop "
                              f"computes ({', '.join(ORIENTATION_MODES)})")
         job.orient_rotvec = ORIENTATION_MODES[law.orientation_error]
-        if s.controller == "joint_pd":  # servo groups: gains the run leaves unstated, encoder offset
+        job.servo_p = None
+        if s.controller in ("joint_pd", "servo"):  # servo groups: gains the run leaves unstated, encoder offset
             kp, kd, sp_values, q_init, enc_offset = servo_job_arrays(s, params, p)
             keep += [kp, kd, sp_values, q_init]
             job.kp, job.kd, job.sp_val, job.q_init = _ptr(kp), _ptr(kd), _ptr(sp_values), _ptr(q_init)
+            if s.controller == "servo":  # the servo motor model (sim/servo.py)
+                table = motor_table(s, params, p, families_of(self._servo, self.n_dof, self.robot.name))
+                keep.append(table)
+                job.servo_p = _ptr(table)
         else:
             if "encoder_offset" in params:
                 raise ValueError(f"run '{s.name}': encoder_offset applies to joint_pd (servo) runs only")

@@ -22,7 +22,7 @@ from pathlib import Path
 import mujoco
 
 SOURCE = Path(__file__).parent / "native" / "replay.c"
-ABI_VERSION = 6
+ABI_VERSION = 7
 CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c99", "-fno-fast-math")
 
 _P = ctypes.c_void_p
@@ -75,6 +75,7 @@ class ReplayJob(ctypes.Structure):
         ("qd_init", _D),
         ("torque_ff", _D),
         ("n_torque", ctypes.c_int64),
+        ("servo_p", _D),
         ("out_q", _D),
         ("out_dq", _D),
         ("out_pos", _D),

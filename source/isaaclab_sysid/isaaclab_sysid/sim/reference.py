@@ -19,6 +19,7 @@ from isaaclab_sysid.robots.robot import EE_NAME, Robot
 from isaaclab_sysid.sim.friction import FrictionLaw, applied_force, budget, dahl_step
 from isaaclab_sysid.sim.interface import ReplayOptions
 from isaaclab_sysid.sim.schedule import schedule_of
+from isaaclab_sysid.sim.servo import servo_torque
 from isaaclab_sysid.timebase import TICK_S
 
 
@@ -78,6 +79,7 @@ def reference_replay(
     delay: int = 0,
     options: ReplayOptions | None = None,
     friction_law: tuple[FrictionLaw, np.ndarray] | None = None,
+    servo: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Replay ``run`` for one candidate; returns q, dq, ee_pos, tau at the sample ticks.
 
@@ -87,6 +89,8 @@ def reference_replay(
             laws set the model's frictionloss every tick (Stribeck from the velocity before the step; the load law
             from the tick's applied and external torques, with the gravity a gravity-free replay leaves out carried
             by the gearbox); force laws add their torque to the applied torque (the Dahl state advanced per tick).
+        servo: a servo run's (N, 6) motor table (sim/servo.py: ``servo_table``): the firmware duty and DC motor of
+            :func:`~isaaclab_sysid.sim.servo.servo_torque` from the delayed goal row; no clamp or slew limit.
     """
     opts = options or ReplayOptions()
     s = schedule_of(run, robot.n_dof)
@@ -126,6 +130,11 @@ def reference_replay(
         if s.controller == "joint_pd":
             sp = setpoint(max(k - delay, -W))
             applied = s.kp * (sp - d.qpos) - s.kd * d.qvel
+        elif s.controller == "servo":
+            if servo is None:
+                raise ValueError(f"run '{run.name}' is a servo run: give its motor table (servo=)")
+            sp = setpoint(max(k - delay, -W))
+            applied = servo_torque(servo, s.kp, sp[:n], sp[n:2 * n], sp[2 * n:], d.qpos.copy(), d.qvel.copy())
         else:
             sp = setpoint(k)
             jacp, jacr = np.zeros((3, n)), np.zeros((3, n))
@@ -147,9 +156,9 @@ def reference_replay(
                 tau = tau + (np.eye(n) - jac.T @ np.linalg.pinv(jac.T)) @ y
             cmd_hist.append(tau)
             applied = cmd_hist[max(len(cmd_hist) - 1 - delay, 0)]
-        if opts.slew_limit:
+        if opts.slew_limit and s.controller != "servo":
             applied = prev + np.clip(applied - prev, -rate, rate)
-        if opts.torque_clamp:
+        if opts.torque_clamp and s.controller != "servo":
             applied = np.clip(applied, -robot.tau_max, robot.tau_max)
         prev = applied
         if k in samples:

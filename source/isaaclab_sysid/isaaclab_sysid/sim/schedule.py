@@ -19,7 +19,7 @@ import numpy as np
 from isaaclab_sysid.data.run import ImpedanceLaw, Run
 from isaaclab_sysid.sim.shooting import torque_per_tick
 
-CONTROLLER_IDS = {"joint_pd": 0, "task_impedance": 1, "torque": 2}
+CONTROLLER_IDS = {"joint_pd": 0, "task_impedance": 1, "torque": 2, "servo": 3}
 #: The orientation-error forms the backends compute: ``"quat"`` = 2 vec(q_des q^-1), ``"rotvec"``.
 BACKEND_ORIENTATION = {"quat_2vec": "quat", "rotvec": "rotvec"}
 
@@ -49,11 +49,13 @@ class RunSchedule:
 
     Attributes:
         name: run name.
-        controller: ``"joint_pd"`` or ``"task_impedance"``.
+        controller: ``"joint_pd"``, ``"task_impedance"``, ``"servo"`` or ``"torque"``.
         sp_ticks: (K,) int64 tick each setpoint takes effect (first is 0).
-        sp_values: (K, D) setpoints: q* (D = N) or x* ++ quat* xyzw (D = 7).
+        sp_values: (K, D) setpoints: q* (D = N), x* ++ quat* xyzw (D = 7), or for a servo run q* ++ torque enable
+            ++ supply voltage (D = 3N).
         sample_ticks: (T,) int64 strictly increasing sample ticks.
-        kp, kd: gains, (N,) for joint_pd, (6,) for task_impedance (``kp`` in the law's backend form).
+        kp, kd: gains, (N,) for joint_pd, (6,) for task_impedance (``kp`` in the law's backend form), (N,) register
+            gains for a servo run.
         law: the impedance law (task_impedance only) in the backends' form (:func:`backend_law`:
             ``orientation_error`` ``"quat"`` = 2 vec(q_des q^-1) or ``"rotvec"``).
         q_init: (N,) start posture.
@@ -110,11 +112,13 @@ def schedule_of(run: Run, n_dof: int) -> RunSchedule:
     sample_ticks = _c(run.sample_ticks(), np.int64)
     if np.any(np.diff(sample_ticks) <= 0):
         raise ValueError(f"run '{run.name}': sample ticks are not strictly increasing")
-    gains = n_dof if meta.controller == "joint_pd" else 6
+    gains = 6 if meta.controller == "task_impedance" else n_dof
     kp, kd = _c(meta.kp), _c(meta.kd)
     if kp.shape != (gains,) or kd.shape != (gains,):
         raise ValueError(f"run '{run.name}': {meta.controller} needs {gains} kp and kd gains, got {kp.shape}, {kd.shape}")
     values = _c(sp_values)
+    if meta.controller == "servo":
+        values = _servo_rows(run, values, sp_ticks.shape[0], kd)
     if meta.controller == "task_impedance":
         quat = values[:, 3:7]
         values = _c(np.concatenate([values[:, :3], quat / np.linalg.norm(quat, axis=1, keepdims=True)], axis=1))
@@ -142,6 +146,31 @@ def schedule_of(run: Run, n_dof: int) -> RunSchedule:
         q_rest=q_rest,
         gravity_compensated=bool(meta.gravity_compensated),
     )
+
+
+def _servo_rows(run: Run, goals: np.ndarray, k: int, kd: np.ndarray) -> np.ndarray:
+    """A servo run's setpoint rows (K, 3N): goal [rad], torque enable (1/0), supply voltage [V] (NaN: not recorded,
+    the family's nominal); the rows of the setpoints' own samples (docs/servo_arms.md)."""
+    if np.any(kd != 0):
+        raise ValueError(f"run '{run.name}': a servo run with a D gain (kd {kd.tolist()}): the firmware's D-term "
+                         "mapping to a duty is not stated for any servo family (robots/servos.py); record with kd 0")
+    n = goals.shape[1]
+    rows = _setpoint_rows(run, k)
+    enable = getattr(run, "torque_enable", None)
+    volts = getattr(run, "supply_v", None)
+    en = np.ones((k, n)) if enable is None else np.asarray(enable, dtype=np.float64)[rows].reshape(k, n)
+    vin = np.full((k, n), np.nan) if volts is None else np.asarray(volts, dtype=np.float64)[rows].reshape(k, n)
+    return _c(np.concatenate([goals, en, vin], axis=1))
+
+
+def _setpoint_rows(run: Run, k: int) -> np.ndarray:
+    """(K,) the row of each setpoint (:meth:`Run.setpoints`: one per row, or one per distinct setpoint tick)."""
+    if run.setpoint_tick is None:
+        return np.arange(k)
+    st = np.asarray(run.setpoint_tick)
+    first = np.ones(len(st), dtype=bool)
+    first[1:] = st[1:] != st[:-1]
+    return np.flatnonzero(first)
 
 
 def _torque_schedule(run: Run) -> RunSchedule:

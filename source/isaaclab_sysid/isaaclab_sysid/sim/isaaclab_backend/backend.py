@@ -241,6 +241,10 @@ class IsaacLabBackend(ReplayBackend):
         if torque:
             raise UnsupportedParameterError(f"backend '{self.name}' replays controller runs only; the torque run(s) "
                                             f"{', '.join(torque)} (--replay torque) need --backend mujoco")
+        servo = [r.name for r in runs if r.meta.controller == "servo"]
+        if servo:
+            raise UnsupportedParameterError(f"backend '{self.name}' has no servo motor model (firmware duty, back-EMF, "
+                                            f"torque-off phases); the servo run(s) {', '.join(servo)} need --backend mujoco")
         params = self._params(batch)
         p_count = batch.size
         scheds = [schedule_of(r, self.n_dof) for r in runs]

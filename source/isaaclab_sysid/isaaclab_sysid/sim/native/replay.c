@@ -15,6 +15,11 @@
  * the friction rows mj_step1 built, after the controller); the force laws add their torque to qfrc_applied, once
  * per tick (sigmoid: from the velocity; Dahl: its bristle state, advanced exactly over the tick).
  *
+ * The servo controller is a smart servo's firmware loop and DC motor (sim/servo.py, docs/servo_arms.md): the
+ * delayed goal row [goal (N), torque enable (N), supply voltage (N)] gives a PWM duty from the register gain kp,
+ * kept in the firmware's current-limit window and clipped to its largest duty; the motor's torque is
+ * kt (duty V - kt dq) / R, zero while the torque is off. No clamp or slew limit: the motor saturates itself.
+ *
  * The torque "controller" replays a measured torque instead (one shooting
  * window of a torque-driven replay): it starts at the window's first sample
  * tick from (q_init, qd_init), without warm-up, and applies the per-tick torque
@@ -29,10 +34,13 @@
 #include <string.h>
 #include <mujoco/mujoco.h>
 
-#define SYSID_ABI_VERSION 6
+#define SYSID_ABI_VERSION 7
 #define CTRL_JOINT_PD 0
 #define CTRL_TASK_IMPEDANCE 1
 #define CTRL_TORQUE 2
+#define CTRL_SERVO 3
+/* the servo controller's columns (sim/servo.py: SERVO_COLUMNS) */
+#define SERVO_COLS 6
 #define MAXV 64
 /* friction laws (sim/friction.py: LAW_IDS; docs/friction.md) */
 #define FRIC_COULOMB 0
@@ -86,6 +94,8 @@ typedef struct {
   const double* qd_init;       /* (N,) start velocity, or NULL (= 0) */
   const double* torque_ff;     /* torque controller: (n_torque, N) torque at ticks 0..n_torque-1 [N m] */
   int64_t n_torque;
+  const double* servo_p;       /* servo controller: (N, SERVO_COLS) error gain [1/rad], largest duty, current limit [A]
+                                  (<= 0: none), nominal supply [V], kt [N m/A], R [Ohm]; else NULL */
   /* outputs (T, .) */
   double* out_q;               /* (T, N) */
   double* out_dq;              /* (T, N) */
@@ -266,6 +276,20 @@ static void fill_nan(const SysidReplayJob* job, int from, int n) {
   }
 }
 
+/* the servo's motor torque on joint j: firmware duty from the goal, current window, duty clip, DC motor */
+static double servo_torque(const SysidReplayJob* job, int j, double goal, double enable, double vin, double q, double dq) {
+  const double* c = job->servo_p + (size_t)j * SERVO_COLS;
+  double eg = c[0], max_pwm = c[1], imax = c[2], kt = c[4], R = c[5];
+  double V = isfinite(vin) && vin > 0 ? vin : c[3];
+  double duty = eg * job->kp[j] * (goal - q);
+  if (imax > 0) {
+    double mid = kt * dq / V, half = R * imax / V;
+    if (duty < mid - half) duty = mid - half; else if (duty > mid + half) duty = mid + half;
+  }
+  if (duty > max_pwm) duty = max_pwm; else if (duty < -max_pwm) duty = -max_pwm;
+  return enable > 0.5 ? kt * (duty * V - kt * dq) / R : 0.0;
+}
+
 /* Returns 0 on success, 1 if the simulation diverged (rest of the samples NaN), <0 on bad input. */
 int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
   int nv = m->nv;
@@ -273,6 +297,8 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
   const int torque_mode = job->controller == CTRL_TORQUE;
   if (job->n_samples <= 0 || job->substeps < 1 || job->delay < 0 || !(job->tick_s > 0)) return -2;
   if (torque_mode ? (job->torque_ff == NULL || job->n_torque <= 0) : job->n_setpoints <= 0) return -2;
+  const int servo_mode = job->controller == CTRL_SERVO;
+  if (servo_mode && (job->servo_p == NULL || job->sp_dim != 3 * nv)) return -5;
   if (!torque_mode && job->sample_tick[0] < -job->warmup) return -3;
   const int law = job->fric_law;
   if (law < FRIC_COULOMB || law > FRIC_DAHL || (law != FRIC_COULOMB && job->law_p == NULL)) return -4;
@@ -322,6 +348,14 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
       const double* sp = job->sp_val + (size_t)sp_del * D;
       for (int j = 0; j < nv; j++) tau[j] = job->kp[j] * (sp[j] - d->qpos[j]) - job->kd[j] * d->qvel[j];
       for (int j = 0; j < nv; j++) applied[j] = tau[j];
+    } else if (servo_mode) {
+      int64_t kd = k - job->delay;  /* the bus delay: the goal row reaches the firmware d ticks late */
+      if (kd < k0) kd = k0;
+      sp_del = active_setpoint(job, kd, sp_del);
+      const double* sp = job->sp_val + (size_t)sp_del * D;
+      for (int j = 0; j < nv; j++)
+        tau[j] = servo_torque(job, j, sp[j], sp[nv + j], sp[2 * nv + j], d->qpos[j], d->qvel[j]);
+      for (int j = 0; j < nv; j++) applied[j] = tau[j];
     } else {
       const double* sp = job->sp_val + (size_t)sp_cur * D;
       task_impedance(m, d, job, sp, jac, tau);
@@ -338,14 +372,14 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
       memcpy(applied, cmd_hist + (size_t)(id % hist) * nv, sizeof(double) * nv);
     }
     /* the measured torque is what acted: no slew limit or clamp on it */
-    if (job->slew && !torque_mode) {
+    if (job->slew && !torque_mode && !servo_mode) {
       for (int j = 0; j < nv; j++) {
         double lim = job->slew_per_tick[j], dlt = applied[j] - prev[j];
         if (dlt > lim) dlt = lim; else if (dlt < -lim) dlt = -lim;
         applied[j] = prev[j] + dlt;
       }
     }
-    if (job->clamp && !torque_mode) {
+    if (job->clamp && !torque_mode && !servo_mode) {
       for (int j = 0; j < nv; j++) {
         double lim = job->tau_max[j];
         if (applied[j] > lim) applied[j] = lim; else if (applied[j] < -lim) applied[j] = -lim;
