@@ -17,9 +17,10 @@ Everything BAM computes here is computed by BAM's own code (the ``[peers]`` extr
   control, over the batch of every log in ``--logdir`` rolled out together (``Logs.make_batch``: each log cut to the
   shortest one's length). ``--validation_kp K`` would move the logs at gain K out of the loss and only print their
   score (nothing is selected by it); here the fit folder holds only the fit split, so the held-out logs are never
-  seen. ``bam.fit`` writes its best parameters to ``--output`` from its trial callback at most every 0.2 s, so the
-  file can miss an improvement found in the last 0.2 s: :class:`BamFit` records both the last best score it printed
-  and the written file's loss rescored on the fit batch.
+  seen. ``bam.fit`` prints its best score and writes its best parameters to ``--output`` from its trial callback at
+  most every 0.2 s, so the file can miss an improvement found in the last 0.2 s of the run: :class:`BamFit` records
+  the trial of the last write, the score printed then, and the written file's loss rescored on the fit batch
+  (the same number, a check that the file is what the fit scored).
 """
 
 from __future__ import annotations
@@ -256,7 +257,8 @@ class BamFit:
         trials: the ``--trials`` budget (optuna trials = rollouts of the fit batch).
         wall_s: wall time of the subprocess [s], imports included.
         params_path: the parameter file it wrote (``--output``).
-        printed_best_rad: the last "Best score" it printed [rad] (the study's best at its last callback print).
+        written_at_trial: the trial (0-based) of its last write of ``--output`` (``trials - 1`` at most).
+        printed_best_rad: the "Best score" it printed at that write [rad] (the study's best then).
         file_loss_rad: the written file's loss on the fit batch [rad], rescored with :func:`batch_loss`.
         params: the written parameters.
     """
@@ -265,6 +267,7 @@ class BamFit:
     trials: int
     wall_s: float
     params_path: Path
+    written_at_trial: int
     printed_best_rad: float
     file_loss_rad: float
     params: dict
@@ -276,7 +279,7 @@ class BamFit:
         return d
 
 
-_BEST = re.compile(r"Best score: ([0-9.eE+-]+)")
+_BEST = re.compile(r"\[Trial (\d+), Best score: ([0-9.eE+-]+)\]")
 
 
 def run_bam_fit(fit_dir: Path, model: str, trials: int, out_path: Path, actuator: str = "xl330",
@@ -305,7 +308,8 @@ def run_bam_fit(fit_dir: Path, model: str, trials: int, out_path: Path, actuator
         raise RuntimeError(f"bam.fit {model} wrote no parameters at {trials} trials ({out_path})")
     best = _BEST.findall(proc.stdout)
     return BamFit(model=model, trials=int(trials), wall_s=wall, params_path=out_path,
-                  printed_best_rad=float(best[-1]) if best else float("nan"),
+                  written_at_trial=int(best[-1][0]) if best else -1,
+                  printed_best_rad=float(best[-1][1]) if best else float("nan"),
                   file_loss_rad=batch_loss(out_path, Path(fit_dir)), params=params)
 
 
