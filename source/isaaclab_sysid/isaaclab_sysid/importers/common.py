@@ -35,7 +35,7 @@ from isaaclab_sysid.data.schema import CONTROLLERS, JOINT_SPACE_CONTROLLERS
 from isaaclab_sysid.timebase import TICK_HZ
 from isaaclab_sysid.utils.errors import UserError, plain
 
-FORMATS = ("rosbag2", "mcap", "lerobot", "table")
+FORMATS = ("rosbag2", "mcap", "lerobot", "table", "bam")
 EXTRA = "import"  # pip install -e ".[import]"
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 #: stamps within this fraction of a grid period of the grid are on it (float32 stamps, clock rounding)
