@@ -219,6 +219,8 @@ def bam_run(log: BamLog, robot, robot_ref: str, rate_hz: float = DEFAULT_RATE_HZ
                 f"{log.motor} ({_full_scale(log.motor):g}) before the interpolation (diagnostic)"),
         "supply_v": "input_volts, interpolated",
         "tau": "not recorded: NaN",
+        "state_age": ("0 ms: each row's state is interpolated at the row's own instant from the reads around it (the "
+                      "servo's read latency, not recorded, is left to the fitted delay)"),
         "temp_c": [float(log.fields["temp"].min()), float(log.fields["temp"].max())],
         "torque_off_rows": off,
         "ee": f"EE pose by forward kinematics at {robot.ee_frame}",
@@ -229,7 +231,7 @@ def bam_run(log: BamLog, robot, robot_ref: str, rate_hz: float = DEFAULT_RATE_HZ
         robot=robot_ref, controller="servo", control_rate_hz=rate_hz, log_rate_hz=rate_hz, num_samples=len(ts),
         q_init=q[0].copy(), anchor_pos=pos[0].copy(), anchor_quat=quat[0].copy(),
         kp=np.array([log.kp]), kd=np.array([0.0]), impedance=ImpedanceLaw(),
-        gravity_compensated=bool(robot.config.gravity_compensated),
+        gravity_compensated=bool(robot.config.gravity_compensated), state_age_ms=0,
         excitation={"kind": log.trajectory, "source": "BAM test bench (better-actuator-models)"},
         summary={
             "bench": {"mass_kg": log.mass_kg, "length_m": log.length_m, "motor": log.motor, "vin_v": log.vin_v,
