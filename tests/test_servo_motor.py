@@ -179,3 +179,14 @@ def test_bench_robot_is_the_pendulum_of_its_header(bench, tmp_path):
     with pytest.raises(UnknownServoFamily, match="known: sts3215, xl330"):
         servo_family("mx28")
     assert set(SERVO_FAMILIES) == {"xl330", "sts3215"}
+
+
+def test_servo_runs_get_servo_scale_boxes_unless_flagged():
+    from isaaclab_sysid.fit.problem import SERVO_BOUNDS, servo_scale_bounds
+
+    args = FitArgs.build(real_csv=["x.csv"], friction_bounds=(0.0, 2.0))
+    lines = []
+    servo_scale_bounds(args, lines.append)
+    assert args.params.friction_bounds == (0.0, 2.0)  # the user's box is kept
+    assert args.params.viscous_bounds == SERVO_BOUNDS["viscous"]
+    assert "viscous 0..0.1" in lines[0] and "friction" not in lines[0].split("(")[1].split(";")[0]

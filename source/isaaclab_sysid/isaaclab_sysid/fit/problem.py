@@ -146,6 +146,24 @@ def parse_traj_weights(text: str | None, n_runs: int) -> np.ndarray:
 
 #: what ``--fit_groups auto`` adds for servo runs (controller ``servo``): the motor model and the homing error
 SERVO_AUTO_GROUPS = ("motor_kt", "motor_r", "encoder_offset")
+#: servo-scale default boxes for servo runs where the flag is left at the arm-scale default (a small servo's
+#: friction is a few hundredths of a N m: in the arm's 0..5 N m box every fitted value reads as "at its bound").
+#: Friction: BAM's XL330 box widened (bam/model.py: max_friction_base 0.2); viscous: a tenth of BAM's 1.0 (its fitted
+#: XL330 values are 0.004 to 0.006 N m s/rad: at 1.0 they sit within the 1 % "at a bound" margin).
+SERVO_BOUNDS = {"friction": (0.0, 0.5), "viscous": (0.0, 0.1), "mu_static": (0.0, 0.5), "sigmoid_amplitude": (0.0, 0.5)}
+
+
+def servo_scale_bounds(args: FitArgs, log: Callable[[str], None] = print) -> None:
+    """Servo runs: the bounds flags left at their arm-scale defaults set to :data:`SERVO_BOUNDS` (said in the log;
+    ``config.json`` stores the boxes the fit used)."""
+    changed = []
+    for g, box in SERVO_BOUNDS.items():
+        if tuple(args.params.bounds_of(g)) == tuple(GROUPS[g].default_bounds):
+            setattr(args.params, f"{g}_bounds", box)
+            changed.append(f"{g} {box[0]:g}..{box[1]:g}")
+    if changed:
+        log(f"servo runs: servo-scale boxes for the flags left at their arm-scale defaults ({', '.join(changed)} N m or "
+            "N m s/rad; give --<group>_bounds to choose)")
 
 
 def build_space(args: FitArgs, joint_names: Sequence[str], robot_config: RobotConfig | None = None,
@@ -304,6 +322,8 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
         servo = any(r.meta.controller == "servo" for r in runs + heldout)
         if servo and any(r.meta.controller != "servo" for r in runs + heldout):
             raise FitError("servo runs (controller servo) and runs of other controllers in one fit: fit them apart")
+        if servo:
+            servo_scale_bounds(args, log)
         space = build_space(args, robot.joint_names, robot.config, servo=servo, log=log)
         # the flag, else the sidecars' state_age, else refused (one line); kept in args for the backend, verdict, config.json
         args.runs.state_age_ms = resolve_state_age(args.runs.state_age_ms, runs + heldout, log)

@@ -25,6 +25,9 @@ MASS_RADIUS_M = 1e-3
 #: The joint's range [rad]: the bench turns less than half a turn either way.
 JOINT_RANGE_RAD = 3.2
 JOINT_NAME = "servo"
+#: the armature bound of a bench's servo [kg m^2] and its source (the fit's default armature box)
+ARMATURE_MAX = 0.05
+ARMATURE_MAX_SOURCE = "BAM's armature box for the XL330 and MX servos (bam/dynamixel/actuator.py: 0.0001..0.05 kg m^2)"
 
 
 class BenchError(UserError, ValueError):
@@ -82,6 +85,9 @@ end_effector = "a {_fmt(mass_kg)} kg point mass at {_fmt(length_m)} m"
 # The servo's own position loop does not compensate gravity: replays run with gravity.
 gravity_compensated = false
 servo = "{fam.name}"
+# The armature (rotor, horn and gearbox inertia at the output) of a small servo: BAM's box.
+armature_max = [{_fmt(ARMATURE_MAX)}]
+armature_max_source = "{ARMATURE_MAX_SOURCE}"
 """
 
 
