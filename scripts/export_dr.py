@@ -11,6 +11,9 @@ cached in <fit_dir>/intervals.json) and writes to --out:
                                   delay; randomize_rigid_body_mass per link)
   <robot>_sysid.usda, <robot>.usdc  with --usd: the arm's USD with the fitted joint physics as the variant
                                   Physics = "sysid" (UsdFileCfg(variants={"Physics": "sysid"}))
+  OUT.json                        with --servo_model OUT.json: the servo part of a servo fit (robots/servo_model.py:
+                                  kt, R, armature, friction law, viscous, delay, each with its interval; the file an
+                                  arm config names per joint, docs/servo_arms.md "The servo as a part")
   <robot>_sysid.xml               with --mjcf: the fitted model as MJCF (MuJoCo), written only after it replays the
                                   fit's held-out runs within 1e-6 rad of the fit's own replay (the figure is printed)
 
@@ -79,6 +82,11 @@ class Args:
     """Also write <robot>_sysid.xml: the fitted model as MJCF (armature, frictionloss, damping; a servo's kp, kd, encoder
     offset and torque limit as its actuators; delay and static friction as <custom> numerics). Refused (exit 2) unless
     plain MuJoCo replays the fit's held-out runs on it within 1e-6 rad of the fit's own replay."""
+    servo_model: str | None = None
+    """Also write the servo part file here (a servo fit: motor_kt, motor_r fitted): kt, R, armature, friction law,
+    viscous and delay with their intervals, the family from the fit's robot config. Written before the other exports."""
+    servo_joint: str | None = None
+    """The joint whose servo --servo_model writes (default: the fit's only joint)."""
     asset_name: str = "robot"
     """Scene entity name of the arm in the Isaac Lab task (SceneEntityCfg)."""
     physics_dt: float = TICK_S
@@ -106,6 +114,11 @@ def main(args: Args) -> int:
         policy = RangePolicy(allowance=args.allowance, combine=args.combine, rel_margin=args.rel_margin,
                              unidentified=args.unidentified, delay_margin=args.delay_margin, rho_override=args.rho)
         out = Path(args.out) if args.out else ctx.fit_dir / "export"
+        if args.servo_model:
+            from isaaclab_sysid.export.build import export_servo_part
+
+            part_path, _part = export_servo_part(ctx, rep, args.servo_model, args.servo_joint)
+            print(f"wrote servo_model: {part_path}")
         paths, warns = export(ctx, out, rep, policy, args.rb_params, args.asset_name, args.viscous, args.physics_dt,
                               physics=args.physics, log=log)
         if args.usd:

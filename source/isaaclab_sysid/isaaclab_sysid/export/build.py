@@ -27,6 +27,7 @@ from isaaclab_sysid.fit.problem import FitProblem, build_problem
 from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.sim.friction import law_of_groups
+from isaaclab_sysid.sim.servo import MOTOR_GROUPS
 from isaaclab_sysid.timebase import TICK_S
 from isaaclab_sysid.utils.atomic import atomic_write_text
 from isaaclab_sysid.utils.errors import UserError
@@ -189,6 +190,9 @@ def build_dr_record(result: FitResult, rep: IntervalReport, policy: RangePolicy,
 
 #: the friction laws each export carries exactly as fitted (sim/friction.py); any other is refused, never reduced
 EXPORTED_LAWS = {"isaaclab": ("coulomb", "stribeck"), "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
+#: the friction laws each export writes exactly beside the servo motor model (motor_kt, motor_r): Isaac Lab's DC motor
+#: with the joint's constant friction (export/servo_part.py), MJCF's driver with every law
+EXPORTED_MOTOR_LAWS = {"isaaclab": ("coulomb",), "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
 
 
 def check_exported_law(space: ParamSpace, target: str) -> None:
@@ -198,11 +202,15 @@ def check_exported_law(space: ParamSpace, target: str) -> None:
         ExportError: the law is not one the export writes, or a fitted Stribeck shape exponent (the exports apply
             exp(-(v/vs)^2)); one line naming the law and what to do.
     """
-    motor = [g for g in ("motor_kt", "motor_r") if g in space.group_names]
-    if motor:
-        raise ExportError(f"the fit holds a servo motor model ({', '.join(motor)}: firmware duty, back-EMF, current "
-                          f"limit, torque-off phases), which the {target} export does not write yet: the exported "
-                          "model would be a reduced one (docs/servo_arms.md)")
+    motor = [g for g in MOTOR_GROUPS if g in space.group_names]
+    law = law_of_groups(space.group_names)
+    if motor and len(motor) < len(MOTOR_GROUPS):
+        raise ExportError(f"the fit holds {motor[0]} without {', '.join(set(MOTOR_GROUPS) - set(motor))}: not a servo motor "
+                          "model any export writes")
+    if motor and law.name not in EXPORTED_MOTOR_LAWS[target]:
+        raise ExportError(f"the fit's servo motor model carries the {law.name} friction law, which the {target} export "
+                          f"does not apply with it ({target}: {', '.join(EXPORTED_MOTOR_LAWS[target])}): the exported "
+                          "model would be a reduced one; refit with the Coulomb law to export (docs/servo_arms.md)")
     law = law_of_groups(space.group_names)
     if law.name not in EXPORTED_LAWS[target]:
         raise ExportError(f"the fit used the {law.name} friction law, which the {target} export does not apply yet: "
@@ -224,6 +232,9 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
         ValueError: the fit cannot be written for ``physics`` (e.g. static friction on Newton).
     """
     check_exported_law(ctx.space, "isaaclab")
+    if any(g in ctx.space.group_names for g in MOTOR_GROUPS):
+        raise ExportError("the fit holds a servo motor model (motor_kt, motor_r): the Isaac Lab module does not write its "
+                          "DC-motor actuator yet; write the part (--servo_model) or the MJCF (--mjcf)")
     record, warns = build_dr_record(ctx.result, rep, policy, rb_params, str(ctx.fit_dir / RESULT_FILE))
     try:
         robot = fit_robot(ctx)
@@ -277,6 +288,31 @@ def servo_effort_limit(ctx: FitContext) -> list[float] | None:
     if ctx.args is not None and ctx.args.replay.torque_limit:
         robot = robot.with_real_controller(torque_limit=ctx.args.replay.torque_limit)
     return [float(v) for v in robot.tau_max]
+
+
+def export_servo_part(ctx: FitContext, rep: IntervalReport | None, path: str | Path, joint: str | None = None):
+    """Write the servo part file (robots/servo_model.py) of joint ``joint`` of a servo fit; returns (path, part).
+
+    The family is the fit's robot config's ``servo`` of that joint.
+
+    Raises:
+        ExportError: not a servo fit, the robot states no servo family, an unknown joint (one line).
+    """
+    from isaaclab_sysid.export.servo_part import ServoPartError, servo_model_of
+    from isaaclab_sysid.robots.servo_model import write_servo_model
+
+    robot = ctx._problem.robot if ctx._problem is not None else fit_robot(ctx)
+    fams = robot.config.servo
+    if fams is None:
+        raise ExportError(f"{ctx.fit_dir}: robot '{robot.name}' states no servo family ('servo' in its config): no servo "
+                          "part can be written")
+    names = list(ctx.space.joint_names)
+    j = names.index(joint) if joint in names else 0
+    try:
+        part = servo_model_of(ctx.result, rep, fams[j], joint, source=str(ctx.fit_dir / RESULT_FILE))
+    except ServoPartError as exc:
+        raise ExportError(f"{ctx.fit_dir}: {exc}") from None
+    return write_servo_model(path, part), part
 
 
 def _mujoco_backend_of(backend):

@@ -73,7 +73,8 @@ from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions, candidat
 from isaaclab_sysid.sim.mujoco_backend import GRAVITY, MujocoBackend
 from isaaclab_sysid.sim.reference import orientation_error
 from isaaclab_sysid.sim.schedule import RunSchedule, schedule_of
-from isaaclab_sysid.sim.servo import SERVO_GROUPS, servo_arrays
+from isaaclab_sysid.sim.servo import MOTOR_GROUPS, SERVO_COLUMNS, SERVO_GROUPS, families_of, servo_arrays, \
+    servo_table, servo_torque
 from isaaclab_sysid.sim.shooting import run_windows
 from isaaclab_sysid.sim.torque_input import torque_offset_arrays, window_input
 from isaaclab_sysid.timebase import TICK_S
@@ -117,11 +118,18 @@ class FittedJoints:
     torque_offset: np.ndarray | None = None
     law: str = "coulomb"
     law_p: np.ndarray | None = None
+    motor_kt: np.ndarray | None = None
+    motor_r: np.ndarray | None = None
+
+    @property
+    def motor(self) -> bool:
+        """Whether the fit is of the servo motor model (``motor_kt``, ``motor_r``: controller ``servo``)."""
+        return self.motor_kt is not None
 
     @property
     def servo(self) -> bool:
-        """Whether the fit is of a position servo (its gains or encoder offset fitted)."""
-        return any(getattr(self, g) is not None for g in SERVO_GROUPS)
+        """Whether the fit is of a PD position servo (its gains or encoder offset fitted, no motor model)."""
+        return not self.motor and any(getattr(self, g) is not None for g in SERVO_GROUPS)
 
 
 def fitted_batch(result: FitResult) -> CandidateBatch:
@@ -151,7 +159,7 @@ def fitted_joints(result: FitResult, n_dof: int, stribeck_velocity: float) -> Fi
                         delay=int(arr["delay"][0]), mu_static=fs, stribeck_velocity=vs, law=law.name,
                         law_p=None if law.name == "coulomb" else table[0],
                         torque_offset=off["torque_offset"][0] if off else None,
-                        **{g: (srv[g][0] if g in srv else None) for g in SERVO_GROUPS})
+                        **{g: (srv[g][0] if g in srv else None) for g in SERVO_GROUPS + MOTOR_GROUPS})
 
 
 # ------------------------------------------------------------------------------------------- the file
@@ -185,7 +193,7 @@ def fitted_spec(robot: Robot, fit: FittedJoints, options: ReplayOptions,
                         "an MJCF servo actuator acts on every physics step: not written")
     spec.option.timestep = TICK_S / substeps
     tau_max = np.asarray(robot.tau_max, dtype=float)
-    clamp = bool(options.torque_clamp)
+    clamp = bool(options.torque_clamp) and not fit.motor  # the servo motor model has its own windows (replay.c)
     for name in robot.joint_names:  # the fit's torque is not limited by the URDF's effort limit
         spec.joint(name).actfrclimited = mujoco.mjtLimited.mjLIMITED_FALSE
     if fit.servo:
@@ -240,6 +248,9 @@ def _custom(spec: mujoco.MjSpec, fit: FittedJoints, robot: Robot, options: Repla
         "servo": [1.0 if fit.servo else 0.0],
         "encoder_offset": list(fit.encoder_offset) if fit.encoder_offset is not None else [0.0] * n,
     }
+    if fit.motor:  # the servo motor model the driver applies (sim/servo.py: servo_table's N x 6 rows)
+        fams = families_of(robot.config.servo, n, robot.name)
+        nums["servo_motor"] = [float(v) for v in servo_table(fams, fit.motor_kt, fit.motor_r).ravel()]
     if fit.torque_offset is not None:
         nums["torque_offset"] = list(fit.torque_offset)
     if fit.mu_static is not None:
@@ -262,6 +273,9 @@ def _custom(spec: mujoco.MjSpec, fit: FittedJoints, robot: Robot, options: Repla
     t.name = PREFIX + "note"
     t.data = ("isaaclab_sysid fitted model. Actuators: " + ("position servo kp(ctrl - offset - q) - kd dq, ctrl = setpoint [rad]"
               if fit.servo else "motor, ctrl = joint torque [N m]")
+              + ("; the servo motor model (sysid_servo_motor: N x 6 rows error gain [1/rad], largest duty, current "
+                 "limit [A] (0 none), nominal supply [V], kt [N m/A], R [Ohm]): ctrl = kt (duty V - kt dq) / R from the "
+                 "run's delayed goal, torque enable and supply, isaaclab_sysid.sim.servo.servo_torque" if fit.motor else "")
               + ". Not in MJCF elements: the delay (sysid_delay_ticks ticks of sysid_tick_s: ctrl acts that late, the first "
               "ctrl held before the start; sysid_substeps physics steps per tick, ctrl held over them), the static Stribeck friction (sysid_mu_static, sysid_stribeck_velocity: "
               "frictionloss = Fc + (Fs - Fc) exp(-(v/vs)^2) before every step), the friction law (sysid_friction_law: "
@@ -377,6 +391,7 @@ class MjcfFacts:
     law: str = "coulomb"
     law_p: np.ndarray | None = None
     law_fc: np.ndarray | None = None
+    servo_motor: np.ndarray | None = None
 
 
 def read_facts(model: mujoco.MjModel) -> MjcfFacts:
@@ -413,7 +428,8 @@ def read_facts(model: mujoco.MjModel) -> MjcfFacts:
                      substeps=1 if sub is None else int(round(float(sub[0]))),
                      encoder_offset=num("encoder_offset"), mu_static=num("mu_static"),
                      stribeck_velocity=num("stribeck_velocity"), slew_per_tick=num("slew_per_tick"),
-                     torque_offset=num("torque_offset"), law=law, law_p=law_p, law_fc=law_fc)
+                     torque_offset=num("torque_offset"), law=law, law_p=law_p, law_fc=law_fc,
+                     servo_motor=None if num("servo_motor") is None else num("servo_motor").reshape(model.nv, SERVO_COLUMNS))
 
 
 # ---------------------------------------------------------------------------------------- the driver
@@ -554,6 +570,12 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
         if facts.servo:
             raise MjcfError(f"run '{run.name}' is a torque run but the model's actuators are position servos")
         return _replay_torque(m, facts, s, run, options)
+    if (facts.servo_motor is not None) != (s.controller == "servo"):
+        raise MjcfError(f"run '{run.name}' is a {s.controller} run but the model's actuators are "
+                        + ("the servo motor model (servo runs only)" if facts.servo_motor is not None else
+                           "not the servo motor model (a servo run needs a fit with motor_kt, motor_r)"))
+    if facts.servo_motor is not None:
+        return _replay_servo_motor(m, facts, s, options)
     servo = facts.servo
     if servo and s.controller != "joint_pd":
         raise MjcfError(f"run '{run.name}' is a {s.controller} run but the model's actuators are position servos")
@@ -614,6 +636,43 @@ def replay_mjcf(model: mujoco.MjModel, run: Run, options: ReplayOptions) -> Mjcf
         if k == k_last:
             break
         law.after_control(m, d, motor)
+        mujoco.mj_step2(m, d)
+        _substeps(m, d, facts, law)
+        if not (np.all(np.abs(d.qvel) <= vmax) and np.all(np.isfinite(d.qpos))):
+            return MjcfReplay(q_out, dq_out, True)
+    return MjcfReplay(q_out, dq_out, False)
+
+
+def _replay_servo_motor(m: mujoco.MjModel, facts: MjcfFacts, s: RunSchedule, options: ReplayOptions) -> MjcfReplay:
+    """A servo run (controller ``servo``) on a servo-motor file: per tick the goal row of ``delay`` ticks ago (goal,
+    torque enable, supply voltage; the first held before the start), the encoder offset taken off the goal and the
+    start, the motor torque of :func:`~isaaclab_sysid.sim.servo.servo_torque` as the motors' ctrl, unclamped (the
+    model's own windows limit it), the friction law's driver as for every file (replay.c ``CTRL_SERVO``)."""
+    n = m.nv
+    m.actuator_forcelimited[:] = 0
+    off = facts.encoder_offset
+    table = facts.servo_motor
+    d = mujoco.MjData(m)
+    d.qpos[:] = s.q_init - off
+    d.qvel[:] = 0.0
+    law = _LawDriver(m, facts, bool(np.any(m.opt.gravity != 0)))
+    k0 = -int(options.warmup_ticks)
+    T = s.n_samples
+    q_out, dq_out = np.full((T, n), np.nan), np.full((T, n), np.nan)
+    samples = {int(k): i for i, k in enumerate(s.sample_ticks)}
+    vmax = float(options.max_joint_velocity)
+    kp = np.asarray(s.kp, dtype=float)
+    for k in range(k0, s.last_tick + 1):
+        law.before_step1(m, d)
+        mujoco.mj_step1(m, d)
+        row = s.sp_values[_setpoint(s, max(k - facts.delay, k0))]
+        d.ctrl[:] = servo_torque(table, kp, row[:n] - off, row[n:2 * n], row[2 * n:3 * n], d.qpos, d.qvel)
+        i = samples.get(k)
+        if i is not None:
+            q_out[i], dq_out[i] = d.qpos + off, d.qvel
+        if k == s.last_tick:
+            break
+        law.after_control(m, d, np.array(d.ctrl))
         mujoco.mj_step2(m, d)
         _substeps(m, d, facts, law)
         if not (np.all(np.abs(d.qvel) <= vmax) and np.all(np.isfinite(d.qpos))):

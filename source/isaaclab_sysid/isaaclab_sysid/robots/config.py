@@ -6,8 +6,12 @@ import sysconfig
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from isaaclab_sysid.paths import ROBOT_CONFIGS_DIR
+
+if TYPE_CHECKING:  # robots/servo_model.py is read lazily, by the configs that name a part
+    from isaaclab_sysid.robots.servo_model import ServoModel
 from isaaclab_sysid.utils.errors import UserError
 
 
@@ -42,6 +46,8 @@ class RobotConfig:
         tool: a tool stated as mass, centre of mass and inertia at a link (the flange), or None.
         servo: (N,) the smart-servo family of each joint (``robots/servos.py``: ``xl330``, ``sts3215``), or None (the
             joints are not driven by a smart servo's voltage loop). Runs of controller ``servo`` need it.
+        servo_model: (N,) the identified servo part of each joint (``robots/servo_model.py``; None on a joint without
+            one), or None (no ``servo_model`` key). ``servo_model_paths``: the resolved files, in the same order.
     """
 
     name: str
@@ -62,6 +68,8 @@ class RobotConfig:
     remove_links: tuple[str, ...] = ()
     tool: "Tool | None" = None
     servo: tuple[str, ...] | None = None
+    servo_model: "tuple[ServoModel | None, ...] | None" = None
+    servo_model_paths: tuple[Path | None, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.arm:
@@ -142,6 +150,8 @@ def _raw_config(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     base = _raw_config(base_path, (*seen, path.resolve()))
     if "urdf" in base and not str(base["urdf"]).startswith("example-robot-data:"):
         base["urdf"] = str(_resolve_urdf(str(base["urdf"]), base_path))
+    if "servo_model" in base:  # the base's parts resolve against the base's folder
+        base["servo_model"] = _resolved_parts(base["servo_model"], base_path)
     if "arm" not in raw:
         base.setdefault("arm", base.get("name"))
     return {**base, **raw}
@@ -241,8 +251,69 @@ def load_robot_config(name_or_path: str | Path) -> RobotConfig:
         end_effector=str(raw.get("end_effector", "as in the URDF")),
         remove_links=tuple(str(v) for v in raw.get("remove_links", ())),
         tool=None if "tool" not in raw else _tool(dict(raw["tool"]), path, str(raw["ee_link"])),
-        servo=_servo(raw, path, n),
+        **_servo_fields(raw, path, n),
     )
+
+
+def _servo_fields(raw: dict, path: Path, n: int) -> dict:
+    """``servo`` and ``servo_model``: the parts read, their families held against ``servo`` (which they state when
+    the config does not)."""
+    servo = _servo(raw, path, n)
+    if "servo_model" not in raw:
+        return {"servo": servo}
+    from isaaclab_sysid.robots.servo_model import ServoModelFileError, read_servo_model
+
+    files = _resolved_parts(raw["servo_model"], path)
+    if len(files) == 1:
+        files = files * n
+    if len(files) != n:
+        raise RobotConfigError(f"{path}: 'servo_model' has {len(files)} entries, expected 1 or {n} (\"\" for a joint "
+                               "without a part)")
+    cache: dict[str, object] = {}
+    parts = []
+    for f in files:
+        if not f:
+            parts.append(None)
+            continue
+        if f not in cache:
+            try:
+                cache[f] = read_servo_model(f)
+            except ServoModelFileError as exc:  # names the part file and its key
+                raise RobotConfigError(f"{path}: 'servo_model': {exc}") from None
+        parts.append(cache[f])
+    fams = [None if p is None else p.family for p in parts]
+    if servo is None:
+        if any(f is None for f in fams):
+            raise RobotConfigError(f"{path}: 'servo_model' leaves a joint without a part and the config states no 'servo' "
+                                   "family for it")
+        servo = tuple(fams)  # type: ignore[arg-type]
+    else:
+        for j, (fam, stated) in enumerate(zip(fams, servo)):
+            if fam is not None and fam != stated:
+                raise RobotConfigError(f"{path}: 'servo_model' of joint {raw['joints'][j]!r} is a {fam} part "
+                                       f"({files[j]}) but 'servo' says {stated}")
+    return {"servo": servo, "servo_model": tuple(parts),
+            "servo_model_paths": tuple(Path(f) if f else None for f in files)}
+
+
+def _resolved_parts(val, config_file: Path) -> list[str]:
+    """``servo_model``: one file for every joint or a list (``""``: no part); a relative path against the config's
+    folder."""
+    items = [val] if isinstance(val, str) else val
+    if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+        raise RobotConfigError(f"{config_file}: 'servo_model' must be a file name or a list of them")
+    out = []
+    for v in items:
+        if not v:
+            out.append("")
+            continue
+        p = Path(v).expanduser()
+        if not p.is_absolute():
+            p = config_file.parent / p
+        if not p.is_file():
+            raise RobotConfigError(f"{config_file}: 'servo_model': part file '{p}' does not exist")
+        out.append(str(p))
+    return out
 
 
 def _servo(raw: dict, path: Path, n: int) -> tuple[str, ...] | None:
