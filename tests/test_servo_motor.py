@@ -190,3 +190,63 @@ def test_servo_runs_get_servo_scale_boxes_unless_flagged():
     assert args.params.friction_bounds == (0.0, 2.0)  # the user's box is kept
     assert args.params.viscous_bounds == SERVO_BOUNDS["viscous"]
     assert "viscous 0..0.1" in lines[0] and "friction" not in lines[0].split("(")[1].split(";")[0]
+
+
+def _bench_runs(tmp_path, seconds: float = 2.5):
+    """Noise-free servo runs on two benches (the shipped 0.49 kg at 0.1 m and a 0.3 kg at 0.15 m) at the truth."""
+    from isaaclab_sysid.data import write_run
+
+    other = write_pendulum(0.3, 0.15, "xl330", tmp_path)
+    truth, paths = batch(), []
+    for ref in ("bam_pendulum_xl330", str(other)):
+        be = MujocoBackend(load_robot(ref), ReplayOptions(warmup_ticks=50), n_threads=1)
+        for kp in (200.0, 400.0):
+            run = servo_run(kp=kp, seconds=seconds, off_from=1.5)
+            run.meta.robot, run.meta.state_age_ms = ref, 0
+            ro = be.rollout(truth, [run])[0]
+            run.q, run.dq, run.ee_pos, run.ee_quat = ro.q[0], ro.dq[0], ro.ee_pos[0], ro.ee_quat[0]
+            run.name = f"{'a' if ref.startswith('bam') else 'b'}_kp{int(kp)}"
+            paths.append(str(write_run(run, tmp_path / f"{run.name}.csv")[0]))
+    return paths
+
+
+def test_several_benches_fit_one_servo(tmp_path):
+    from isaaclab_sysid.fit.problem import build_problem
+    from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.jobs.fit_job import run_fit
+    from isaaclab_sysid.sim.benches import BenchSetBackend
+
+    paths = _bench_runs(tmp_path)
+    groups = "armature,friction,load,viscous,delay,motor_kt,motor_r,encoder_offset"
+    args = FitArgs.build(real_csv=[paths[0], paths[2]], heldout_csv=[paths[1], paths[3]], fit_groups=groups,
+                         log_dir=str(tmp_path / "fit"), plots=False)
+    lines: list[str] = []
+    problem = build_problem(args, lines.append)
+    assert isinstance(problem.backend, BenchSetBackend) and len(problem.backend.backends) == 2
+    assert any("2 benches, one servo" in s for s in lines)
+    # each run replays on its own bench: the two benches' runs differ at the same parameters
+    ro = problem.backend.rollout(batch(), problem.runs)
+    assert np.abs(ro[0].q[0] - ro[1].q[0]).max() > 0.05
+    problem.backend.close()
+    run_dir = run_fit(FitArgs.build(real_csv=[paths[0], paths[2]], heldout_csv=[paths[1], paths[3]],
+                                    fit_groups=groups, log_dir=str(tmp_path / "fit"), plots=False), lambda s: None)
+    fitted = FitResult.read(run_dir / "sysid_best_params.json").values
+    truth = dict(armature=ARM, friction=FC, viscous=VISC, motor_kt=KT, motor_r=R, load_friction_motor=0.12,
+                 load_friction_external=0.08, encoder_offset=0.02)
+    for g, v in truth.items():
+        assert float(fitted[g][0]) == pytest.approx(v, rel=1e-3, abs=1e-6), g
+    assert int(fitted["delay"]) == 3
+
+
+def test_benches_with_different_servos_are_refused(tmp_path):
+    from isaaclab_sysid.data import read_run
+    from isaaclab_sysid.fit.problem import bench_set
+
+    paths = _bench_runs(tmp_path, seconds=1.0)
+    runs = [read_run(p) for p in paths]
+    assert bench_set(runs[:2]) is None  # one bench
+    assert set(bench_set(runs)) == {r.meta.robot for r in runs}
+    sts = write_pendulum(0.3, 0.15, "sts3215", tmp_path / "sts")
+    runs[-1].meta.robot = str(sts)
+    with pytest.raises(FitError, match="different servos"):
+        bench_set(runs)

@@ -207,9 +207,9 @@ def build_space(args: FitArgs, joint_names: Sequence[str], robot_config: RobotCo
 def build_robot(args: FitArgs, runs: Sequence[Run]) -> Robot:
     """The robot of ``--robot`` or the runs' sidecars, with ``--nominal`` inertials."""
     names = {r.meta.robot for r in runs}
-    if args.replay.robot is None and len(names) > 1:
+    if args.replay.robot is None and len(names) > 1 and bench_set(runs) is None:
         raise FitError(f"runs recorded on different robots: {', '.join(sorted(names))}")
-    robot = load_robot(args.replay.robot or next(iter(names)))
+    robot = load_robot(args.replay.robot or sorted(names)[0])
     for r in runs:
         if r.n_dof != robot.n_dof:
             raise FitError(f"run {r.name} has {r.n_dof} joints, robot {robot.name} has {robot.n_dof}")
@@ -230,6 +230,26 @@ def build_robot(args: FitArgs, runs: Sequence[Run]) -> Robot:
         except Exception as exc:  # OSError, JSON errors, an unknown link: one line naming the flag, no traceback
             raise FitError(f"--nominal {path}: {exc}") from None
     return robot
+
+
+def bench_set(runs: Sequence[Run]) -> dict[str, Robot] | None:
+    """The bench robots of servo runs recorded on several benches (``meta.robot`` differs) that carry the same
+    servos: robot reference -> Robot, or None when the runs are not such a set (one robot, or not servo runs).
+
+    Raises:
+        FitError: servo runs on several robots whose joints or servo families differ (not one servo).
+    """
+    names = sorted({r.meta.robot for r in runs})
+    if len(names) < 2 or any(r.meta.controller != "servo" for r in runs):
+        return None
+    robots = {n: load_robot(n) for n in names}
+    first = robots[names[0]]
+    for n, rb in robots.items():
+        if rb.joint_names != first.joint_names or rb.config.servo != first.config.servo:
+            raise FitError(f"servo runs on benches that carry different servos: {names[0]} has joints "
+                           f"{list(first.joint_names)} and servo {first.config.servo}, {n} has "
+                           f"{list(rb.joint_names)} and {rb.config.servo}")
+    return robots
 
 
 def params_file(flag: str, spec: str) -> str:
@@ -306,6 +326,10 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
         raise FitError(f"run(s) {', '.join(sorted(clash))} given both as fit and held-out runs")
     tw = parse_traj_weights(args.runs.traj_weights, len(runs))
     robot = build_robot(args, runs + heldout)
+    benches = None if args.replay.robot or torque else bench_set(runs + heldout)
+    if benches is not None and (args.cluster.cluster == "ray" or args.replay.nominal):
+        raise FitError("runs on several benches: --cluster ray and --nominal apply to one robot; fit the benches in "
+                       "this process with their configs' own models")
     note = None if args.replay.robot else unstated_robot_note(runs + heldout)
     if note:
         log(note)
@@ -329,7 +353,11 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
         args.runs.state_age_ms = resolve_state_age(args.runs.state_age_ms, runs + heldout, log)
     if "armature" in space.group_names:
         log(describe_armature(space.group("armature")))
-    backend = _checked_backend(args, robot, space)
+    if benches is not None:
+        log(f"{len(benches)} benches, one servo: {', '.join(benches)} (each run replayed on its own bench, with its "
+            "config's EE point)")
+        benches[sorted(benches)[0]] = robot  # the first bench as the replay facts left it
+    backend = _checked_backend(args, robot, space, benches)
     w_x = 0.0 if torque else args.loss.w_x  # a torque replay scores q and qd (the EE position is a function of q)
     weights = LossWeights(args.loss.w_q, args.loss.w_dq, w_x, **channel_scales(runs, args.loss.channel_scale))
     return FitProblem(runs, heldout, robot, space, backend, weights, tw)
@@ -355,8 +383,14 @@ def _window_model(args: FitArgs, space: ParamSpace, log: Callable[[str], None]) 
     return start_point(str(f), space)
 
 
-def _checked_backend(args: FitArgs, robot: Robot, space: ParamSpace) -> ReplayBackend:
-    backend = build_backend(args, robot)
+def _checked_backend(args: FitArgs, robot: Robot, space: ParamSpace,
+                     benches: dict[str, Robot] | None = None) -> ReplayBackend:
+    if benches is not None:  # sim/benches.py: one backend per bench, each run on its own
+        from isaaclab_sysid.sim.benches import BenchSetBackend
+
+        backend: ReplayBackend = BenchSetBackend({name: build_backend(args, rb) for name, rb in benches.items()})
+    else:
+        backend = build_backend(args, robot)
     bad = [g for g in space.group_names if g not in backend.supported_groups]
     if bad:
         raise FitError(f"backend '{args.replay.backend}' cannot represent parameter group(s) {', '.join(bad)} "
