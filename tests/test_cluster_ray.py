@@ -259,6 +259,24 @@ def test_every_friction_law_runs_on_the_workers_bit_for_bit(cluster, twin_csvs):
 
 
 @needs_ray
+def test_servo_motor_model_runs_on_the_workers_bit_for_bit(cluster):
+    """A servo run (issue 42: the firmware duty, the DC motor, a torque-off phase, the load law) replays on the
+    workers with the same bits as in process; the workers build the bench robot from its config name."""
+    from test_servo_motor import batch as servo_batch, servo_run
+
+    robot = load_robot("bam_pendulum_xl330")
+    local_be = build_backend(FitArgs.build(), robot)
+    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2), robot, log=lambda s: None)
+    b = servo_batch()
+    b = CandidateBatch(**{g: np.concatenate([getattr(b, g), 1.1 * getattr(b, g)]) for g in b.groups()})
+    b.delay = np.array([3, 2])
+    run = servo_run()
+    (out,), (local,) = be.rollout(b, [run]), local_be.rollout(b, [run])
+    np.testing.assert_array_equal(out.q, local.q)
+    assert not np.allclose(out.q[0], out.q[1])
+
+
+@needs_ray
 def test_state_age_model_runs_on_the_workers_and_matches_local(cluster):
     """A 50 Hz run scored at its state age (--state_age_ms): the model wraps each worker's backend, same bits."""
     pytest.importorskip("isaaclab_sysid.sim.state_age", reason="no state-age model (--state_age_ms) in this checkout")
