@@ -242,12 +242,3 @@ class FitProgress:
 def _hits(hits: Sequence) -> list[str]:
     """``armature[panda_joint4] (lower)`` -> ``armature[j4] lo``."""
     return [re.sub(r"\[[^\]]*?(\d+)\]", r"[j\1]", h.label) + (" lo" if h.side == "lower" else " hi") for h in hits]
-
-
-def search_progress(search) -> FitProgress:
-    """The :class:`FitProgress` of a :class:`~isaaclab_sysid.fit.search.Search` (made on first use)."""
-    p = getattr(search, "_progress", None)
-    if p is None:
-        p = FitProgress(search.log, search.settings.cmaes.max_iter, search.settings.refine_iter)
-        search._progress = p
-    return p
