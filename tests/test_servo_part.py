@@ -301,3 +301,128 @@ def test_the_mjcf_check_sees_a_wrong_motor(coulomb_fit, tmp_path):
     assert np.ptp(states[0][0]) > 0.3  # the pendulum moved
     worse = mjcf.check_mjcf(bad, problem.robot, ctx.result, runs, problem.backend.options, fit_states=states)
     assert not worse.passed and worse.worst > 1e-4
+
+
+# ---------------------------------------------------------------------------------- the Isaac Lab module
+@pytest.fixture(scope="module")
+def servo_module(coulomb_fit, tmp_path_factory):
+    from isaaclab_sysid.export.build import export, intervals_for
+    from isaaclab_sysid.export.ranges import RangePolicy
+
+    ctx = FitContext.load(coulomb_fit)
+    rep = intervals_for(ctx, log=lambda _s: None)
+    out = tmp_path_factory.mktemp("servo_module")
+    paths, warns = export(ctx, out, rep, RangePolicy())
+    return paths, warns, rep
+
+
+def _literals(src: str) -> dict:
+    import ast
+
+    out = {}
+    for node in ast.parse(src).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return out
+
+
+def test_isaaclab_module_of_a_servo_motor_fit_holds_the_dc_motor_and_its_ranges(servo_module):
+    paths, _warns, rep = servo_module
+    lit = _literals(paths["module"].read_text())
+    sm = lit["SERVO_MOTOR"]
+    fam = servo_family("xl330")
+    assert sm["kt"]["servo"] == pytest.approx(KT) and sm["r"]["servo"] == pytest.approx(R)
+    assert sm["error_gain"]["servo"] == fam.error_gain and sm["max_current_a"]["servo"] == fam.max_current_a
+    term = lit["EVENT_TERMS"]["servo_motor_servo"]
+    assert term["func"] == "randomize_servo_motor"
+    assert tuple(term["params"]["kt_range"]) == tuple(lit["RANGES"]["motor_kt[servo]"])
+    assert tuple(term["params"]["r_range"]) == tuple(lit["RANGES"]["motor_r[servo]"])
+    lo, hi = lit["RANGES"]["motor_kt[servo]"]
+    assert lo < KT < hi
+    assert lit["ACTUATOR_VALUES"]["friction"]["servo"] == pytest.approx(0.03)
+    assert lit["FITTED"]["delay_steps"] == 4
+
+
+def _load_module(path: Path):
+    import importlib.util
+
+    pytest.importorskip("isaaclab.managers")
+    spec = importlib.util.spec_from_file_location(f"servo_export_{abs(hash(str(path)))}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # configclass resolves its string annotations in the module
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_generated_servo_actuator_is_the_servo_model_with_its_delay(servo_module):
+    """The module's SysidServoMotor, built by Isaac Lab from make_servo_motor_cfg on the CPU, applies servo_torque to
+    the target of ``delay`` steps ago, wherever the mapping holds."""
+    paths, _, _ = servo_module
+    m = _load_module(paths["module"])
+    torch = pytest.importorskip("torch")
+    from isaaclab.utils.types import ArticulationActions
+
+    with pytest.raises(ValueError, match="make_servo_motor_cfg"):
+        m.make_actuator_cfg()
+    cfg = m.make_servo_motor_cfg(400.0, 7.3, randomize_delay=False)
+    assert cfg.min_delay == cfg.max_delay == 4
+    n = 200
+    act = cfg.class_type(cfg, ["servo"], slice(None), n, "cpu")
+    act.reset(slice(None))
+    rng = np.random.default_rng(0)
+    q = rng.uniform(-1, 1, n)
+    dq = rng.uniform(-8, 8, n)
+    fam = servo_family("xl330")
+    tab = np.repeat(servo_table((fam,), np.array([KT]), np.array([R])), n, axis=0)
+    goals = [rng.uniform(-1.5, 1.5, n) for _ in range(6)]
+    outs = []
+    for g in goals:
+        a = ArticulationActions(joint_positions=torch.tensor(g[:, None], dtype=torch.float32),
+                                joint_velocities=torch.zeros(n, 1), joint_efforts=torch.zeros(n, 1))
+        outs.append(act.compute(a, torch.tensor(q[:, None], dtype=torch.float32),
+                                torch.tensor(dq[:, None], dtype=torch.float32)).joint_efforts.double().numpy()[:, 0])
+    p = dc_motor_params(fam, KT, R, 400.0, 7.3)
+    holds = dc_motor_holds(p, dq)
+    ours = servo_torque(tab, np.full(n, 400.0), goals[0], np.ones(n), np.full(n, 7.3), q, dq)
+    np.testing.assert_allclose(outs[4][holds], ours[holds], rtol=1e-5, atol=1e-5)  # step 4 applies the first goal
+    assert not np.allclose(outs[4], outs[5])
+
+
+def test_generated_randomization_redraws_every_dc_motor_number(servo_module):
+    paths, _, _ = servo_module
+    m = _load_module(paths["module"])
+    cfg = m.make_servo_motor_cfg(400.0)
+    n = 64
+    act = cfg.class_type(cfg, ["servo"], slice(None), n, "cpu")
+    term_spec = m.EVENT_TERMS["servo_motor_servo"]
+
+    class _Scene(dict):
+        num_envs = n
+
+    class _Asset:
+        actuators = {"sysid_arm": act}
+
+    class _Env:
+        scene = _Scene(robot=_Asset())
+
+    class _Cfg:
+        params = {"asset_cfg": type("A", (), {"name": "robot"})(), **term_spec["params"]}
+
+    term = m.randomize_servo_motor.__new__(m.randomize_servo_motor)
+    term.asset, term.actuator = _Env.scene["robot"], act
+    term(_Env(), None, _Cfg.params["asset_cfg"], **term_spec["params"])
+    kt_lo, kt_hi = term_spec["params"]["kt_range"]
+    damping = act.damping[:, 0].double().numpy()
+    sat = act._saturation_effort[:, 0].double().numpy()
+    vlim = act.actuator_velocity_limit[:, 0].double().numpy()
+    kt = 7.4 * servo_family("xl330").max_pwm / vlim  # vlim = V max_pwm / kt at the nominal supply
+    r = kt * kt / damping
+    assert np.all((kt >= kt_lo - 1e-6) & (kt <= kt_hi + 1e-6)) and np.ptp(kt) > 0
+    vals = m.servo_motor_values(400.0, None, kt={"servo": float(kt[0])}, r={"servo": float(r[0])})
+    assert float(act.stiffness[0, 0]) == pytest.approx(vals["stiffness"]["servo"], rel=1e-5)
+    assert float(act.actuator_effort_limit[0, 0]) == pytest.approx(vals["actuator_effort_limit"]["servo"], rel=1e-5)
+    corner = vals["actuator_velocity_limit"]["servo"] * (1 + vals["actuator_effort_limit"]["servo"] / vals["saturation_effort"]["servo"])
+    assert float(act._vel_at_effort_lim[0, 0]) == pytest.approx(corner, rel=1e-5)

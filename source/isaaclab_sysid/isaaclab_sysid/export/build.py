@@ -232,9 +232,15 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
         ValueError: the fit cannot be written for ``physics`` (e.g. static friction on Newton).
     """
     check_exported_law(ctx.space, "isaaclab")
-    if any(g in ctx.space.group_names for g in MOTOR_GROUPS):
-        raise ExportError("the fit holds a servo motor model (motor_kt, motor_r): the Isaac Lab module does not write its "
-                          "DC-motor actuator yet; write the part (--servo_model) or the MJCF (--mjcf)")
+    families = None
+    if "motor_kt" in ctx.space.group_names:  # the servo motor model: Isaac Lab's DC motor needs each joint's family
+        from isaaclab_sysid.robots.servos import servo_family
+
+        robot = ctx._problem.robot if ctx._problem is not None else fit_robot(ctx)
+        if robot.config.servo is None:
+            raise ExportError(f"{ctx.fit_dir}: robot '{robot.name}' states no servo family: the DC-motor actuator "
+                              "cannot be written")
+        families = [servo_family(f) for f in robot.config.servo]
     record, warns = build_dr_record(ctx.result, rep, policy, rb_params, str(ctx.fit_dir / RESULT_FILE))
     try:
         robot = fit_robot(ctx)
@@ -248,7 +254,7 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
     except ExportError as exc:  # no config.json to name the arm: the module keeps the asset's own effort limits
         effort = None
         warns.append(f"servo: no actuator_effort_limit written ({exc})")
-    src, w2 = generate_module(record, asset_name, viscous, physics_dt, physics, effort)
+    src, w2 = generate_module(record, asset_name, viscous, physics_dt, physics, effort, families)
     warns += w2
     record.meta["warnings"] = warns
     record.meta["isaaclab"] = {"asset_name": asset_name, "viscous": viscous, "physics_dt": physics_dt, "physics": physics}

@@ -23,6 +23,13 @@ module works out the numbers of its data block. It defines:
   (``ACTUATOR_VALUES["stiffness"]``, ``["damping"]``: ``DelayedPDActuator`` delays the position
   target, as the servo's bus does) and ``actuator_effort_limit`` to the servo's torque limit;
 * ``apply_to(articulation_cfg)``: the articulation config with that actuator;
+* a servo motor model's fit (groups ``motor_kt``, ``motor_r``; controller ``servo``, Coulomb friction only:
+  ``build.check_exported_law``): ``SERVO_MOTOR`` (the families' firmware facts and the fitted kt, R per joint),
+  ``servo_motor_values(kp_register, supply_v)`` (the exact ``DCMotor`` numbers, export/servo_part.py) and
+  ``make_servo_motor_cfg(kp_register, supply_v)``: the module's ``SysidServoMotor`` (Isaac Lab's ``DCMotor``
+  envelope behind ``DelayedPDActuator``'s target delay), with the fitted joint properties; per joint one
+  ``randomize_servo_motor`` term (kt and R each drawn from its range, every DC-motor number recomputed from them);
+  ``make_actuator_cfg`` refuses (a PD actuator would be a reduced model);
 * a servo fit: per joint one stock ``mdp.randomize_actuator_gains`` term (kp and kd each drawn
   from its exported range, ``operation="abs"``);
 * ``EVENT_TERMS`` (name -> function, joints or bodies, parameters: plain data) and
@@ -189,6 +196,48 @@ def actuator_values(record: DrRecord, physics: str = "newton",
     return act, warns
 
 
+def servo_motor_literal(record: DrRecord, families: Sequence) -> dict:
+    """``SERVO_MOTOR`` of a servo motor model's fit: per field joint -> value (firmware facts of each joint's family,
+    ``robots/servos.py``; the fitted kt [N m/A], R [Ohm]); ``{}`` for any other fit.
+
+    Raises:
+        ValueError: a motor fit without one family per joint.
+    """
+    if "motor_kt" not in record.fitted:
+        return {}
+    joints = list(record.joint_names)
+    if families is None or len(families) != len(joints):
+        raise ValueError(f"a servo motor model's export needs the servo family of each of its {len(joints)} joints "
+                         "('servo' in the robot config)")
+    per = lambda f: {j: f(k, fam) for k, (j, fam) in enumerate(zip(joints, families))}  # noqa: E731
+    return {"family": per(lambda k, f: f.name), "error_gain": per(lambda k, f: float(f.error_gain)),
+            "max_pwm": per(lambda k, f: float(f.max_pwm)),
+            "max_current_a": per(lambda k, f: None if not f.max_current_a else float(f.max_current_a)),
+            "vin_nominal_v": per(lambda k, f: float(f.vin_nominal_v)),
+            "kt": per(lambda k, f: float(record.fitted["motor_kt"][k])), "r": per(lambda k, f: float(record.fitted["motor_r"][k]))}
+
+
+def _servo_motor_terms(record: DrRecord) -> tuple[list[Term], Sampled]:
+    """A servo motor model's fit: per joint one ``randomize_servo_motor`` term (kt and R each from its range; a number
+    without a range stays at its fitted value)."""
+    terms: list[Term] = []
+    sampled: Sampled = {}
+    if "motor_kt" not in record.fitted:
+        return terms, sampled
+    for jk, j in enumerate(record.joint_names):
+        params: dict[str, object] = {"group_name": "sysid_arm", "joint": j}
+        for group, key in (("motor_kt", "kt_range"), ("motor_r", "r_range")):
+            lab = _label(record, group, jk)
+            r = record.range_of(lab)
+            v = float(record.fitted[group][jk])
+            if r is not None:
+                sampled[lab] = r
+            params[key] = r if r is not None else (v, v)
+        if any(lab in sampled for lab in (_label(record, "motor_kt", jk), _label(record, "motor_r", jk))):
+            terms.append((f"servo_motor_{_ident(j)}", {"func": "randomize_servo_motor", "params": params}))
+    return terms, sampled
+
+
 def is_servo(record: DrRecord) -> bool:
     """Whether the record is a position servo's fit (its gains ``kp`` or ``kd`` fitted)."""
     return "kp" in record.fitted or "kd" in record.fitted
@@ -196,7 +245,8 @@ def is_servo(record: DrRecord) -> bool:
 
 def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = "envelope",
                     physics_dt: float = TICK_S, physics: str = "newton",
-                    effort_limit: Sequence[float] | None = None) -> tuple[str, list[str]]:
+                    effort_limit: Sequence[float] | None = None,
+                    servo_families: Sequence | None = None) -> tuple[str, list[str]]:
     """The module's source text and warnings.
 
     Args:
@@ -208,6 +258,7 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
             whole number of these steps.
         physics: ``newton`` or ``physx`` (how the friction torque is written; see module docstring).
         effort_limit: (N,) the arm's torque limits [N m]: a servo fit's ``actuator_effort_limit``.
+        servo_families: (N,) the ``ServoFamily`` of each joint: a servo motor model's fit needs them.
 
     Raises:
         ValueError: bad ``viscous``/``physics``, a ``physics_dt`` that cannot represent the delay, or a
@@ -228,6 +279,10 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
     gain_terms, gain_sampled = _gain_terms(record)
     terms += gain_terms
     sampled.update(gain_sampled)
+    servo_motor = servo_motor_literal(record, servo_families)
+    motor_terms, motor_sampled = _servo_motor_terms(record)
+    terms += motor_terms
+    sampled.update(motor_sampled)
     mass_terms, mass_sampled = _mass_terms(record)
     terms += mass_terms
     sampled.update(mass_sampled)
@@ -240,7 +295,7 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
     if outside:
         warns.append(f"viscous={viscous}: {len(outside)} randomized number(s) are drawn outside their exported range "
                      f"({', '.join(outside[:4])}{', ...' if len(outside) > 4 else ''}); --viscous independent keeps each inside")
-    return _module_source(record, asset_name, physics_dt, physics, act, delay, terms, sampled, viscous), warns
+    return _module_source(record, asset_name, physics_dt, physics, act, delay, terms, sampled, viscous, servo_motor), warns
 
 
 def _inside(r: tuple[float, float], ref: SpanRow) -> bool:
@@ -370,7 +425,8 @@ def _mass_terms(record: DrRecord) -> tuple[list[Term], Sampled]:
 
 
 def _module_source(record: DrRecord, asset_name: str, physics_dt: float, physics: str, act: dict,
-                   delay: tuple[int, int, int], terms: list[Term], sampled: Sampled, viscous: str) -> str:
+                   delay: tuple[int, int, int], terms: list[Term], sampled: Sampled, viscous: str,
+                   servo_motor: dict | None = None) -> str:
     """The generated module's text: the template's code with the fit's numbers as its data block."""
     delay_fit, delay_lo, delay_hi = delay
     doc = (f"Source: {record.source}\nCreated: {datetime.now().isoformat(timespec='seconds')}\n"
@@ -394,6 +450,9 @@ def _module_source(record: DrRecord, asset_name: str, physics_dt: float, physics
                 "what the event terms draw each randomized number from (label -> (lower, upper)); delay in physics steps"),
         Literal("DELAY_RANGE_STEPS", (delay_lo, delay_hi)),
         Literal("ACTUATOR_VALUES", act),
+        Literal("SERVO_MOTOR", servo_motor or {},
+                "a servo motor model's fit: per field joint -> value (error_gain, max_pwm, max_current_a (None: no limit),\n"
+                "vin_nominal_v, kt [N m/A], r [Ohm]); empty for every other fit"),
         Literal("EVENT_TERMS", dict(terms),
                 "the event terms of SysidEventsCfg: name -> {\"func\", \"joint_names\" or \"body_names\", \"params\"}"),
     ]

@@ -7,8 +7,11 @@ here. As shipped the data block is an empty export (no joints, no terms).
 
 from __future__ import annotations
 
+import math
+
 import torch
-from isaaclab.actuators import DelayedPDActuatorCfg
+from isaaclab.actuators import DCMotorCfg, DelayedPDActuatorCfg
+from isaaclab.actuators.actuator_pd import DCMotor, DelayedPDActuator
 from isaaclab.managers import EventTermCfg, ManagerTermBase, SceneEntityCfg
 from isaaclab.utils import configclass
 
@@ -27,6 +30,9 @@ RANGES: dict = {}
 SAMPLED_RANGES: dict = {}
 DELAY_RANGE_STEPS = (0, 0)
 ACTUATOR_VALUES: dict = {}
+#: a servo motor model's fit: per field joint -> value (error_gain, max_pwm, max_current_a (None: no limit),
+#: vin_nominal_v, kt [N m/A], r [Ohm]); empty for every other fit
+SERVO_MOTOR: dict = {}
 #: the event terms of SysidEventsCfg: name -> {"func", "joint_names" or "body_names", "params"}
 EVENT_TERMS: dict = {}
 # --- end of data ---
@@ -74,6 +80,9 @@ def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | di
             fitted delay (then use ``make_events_cfg(randomize_delay=False)``).
     """
     _check_friction_units()
+    if SERVO_MOTOR:
+        raise ValueError("this export is of a servo motor model: make_servo_motor_cfg(kp_register, supply_v) builds its "
+                         "actuator (a PD actuator would be a reduced model)")
     lo, hi = DELAY_RANGE_STEPS if randomize_delay else (FITTED["delay_steps"], FITTED["delay_steps"])
     values = {k: dict(v) for k, v in ACTUATOR_VALUES.items()}
     if PHYSICS == "newton":
@@ -89,9 +98,99 @@ def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | di
     )
 
 
+def servo_motor_values(kp_register: float | dict, supply_v: float | dict | None = None, kt: dict | None = None,
+                       r: dict | None = None) -> dict[str, dict[str, float]]:
+    """The servo motor model as Isaac Lab's ``DCMotor`` numbers, per joint (``SERVO_MOTOR``; exact where
+    ``|dq| <= corner velocity``, see the module docstring).
+
+    Args:
+        kp_register: the servo's position gain register (one for every joint, or joint -> value).
+        supply_v: the supply [V] (None: each family's nominal).
+        kt, r: joint -> torque constant [N m/A] / resistance [Ohm] (None: the fitted ones).
+
+    Returns:
+        ``stiffness`` kt V eg kp / R [N m/rad], ``damping`` kt^2 / R [N m s/rad], ``saturation_effort``
+        kt V max_pwm / R [N m], ``actuator_velocity_limit`` V max_pwm / kt [rad/s], ``actuator_effort_limit``
+        kt I_max [N m] (inf without a current limit): each joint -> value.
+    """
+    if not SERVO_MOTOR:
+        raise ValueError("this export is not of a servo motor model (no SERVO_MOTOR): use make_actuator_cfg's gains")
+    out: dict[str, dict[str, float]] = {k: {} for k in ("stiffness", "damping", "saturation_effort",
+                                                          "actuator_velocity_limit", "actuator_effort_limit")}
+    for j in JOINT_NAMES:
+        kp = float(kp_register[j] if isinstance(kp_register, dict) else kp_register)
+        v = supply_v[j] if isinstance(supply_v, dict) else supply_v
+        v = float(SERVO_MOTOR["vin_nominal_v"][j] if v is None else v)
+        k_t = float((kt or SERVO_MOTOR["kt"])[j])
+        res = float((r or SERVO_MOTOR["r"])[j])
+        if not (kp >= 0 and v > 0 and k_t > 0 and res > 0):
+            raise ValueError(f"{j}: kp_register >= 0, supply_v > 0, kt > 0 and r > 0 needed, got {kp}, {v}, {k_t}, {res}")
+        pwm, imax = float(SERVO_MOTOR["max_pwm"][j]), SERVO_MOTOR["max_current_a"][j]
+        out["stiffness"][j] = k_t * v * float(SERVO_MOTOR["error_gain"][j]) * kp / res
+        out["damping"][j] = k_t * k_t / res
+        out["saturation_effort"][j] = k_t * v * pwm / res
+        out["actuator_velocity_limit"][j] = v * pwm / k_t
+        out["actuator_effort_limit"][j] = math.inf if not imax else k_t * float(imax)
+    return out
+
+
+class SysidServoMotor(DelayedPDActuator, DCMotor):
+    """Isaac Lab's ``DCMotor`` torque-speed envelope behind ``DelayedPDActuator``'s delay of the position target (the
+    servo's bus delay): ``compute`` delays the targets, ``IdealPDActuator`` forms ``stiffness (q* - q) - damping dq``
+    and ``DCMotor._clip_effort`` clips it. A torque-off phase is no configuration: write stiffness and damping 0."""
+
+
+def _configclass_here(cls):
+    """``configclass(cls)``, also when this file was loaded from a path with no ``sys.modules`` entry (dataclasses
+    looks the class's module up to read its string annotations, which ``from __future__ import annotations`` and the
+    Isaac Lab base configs make)."""
+    import sys
+    import types
+
+    if sys.modules.get(__name__) is not None:
+        return configclass(cls)
+    stand_in = types.ModuleType(__name__)
+    stand_in.__dict__.update(globals())
+    sys.modules[__name__] = stand_in
+    try:
+        return configclass(cls)
+    finally:
+        del sys.modules[__name__]
+
+
+@_configclass_here
+class SysidServoMotorCfg(DelayedPDActuatorCfg, DCMotorCfg):
+    """The servo motor model's actuator: ``DCMotorCfg`` with ``min_delay``/``max_delay`` (physics steps)."""
+
+    class_type: type = SysidServoMotor
+    kp_register: float | dict = 0.0
+    """The position gain register the stiffness was computed for (the randomization recomputes it from kt, R)."""
+    supply_v: float | dict | None = None
+    """The supply [V] the numbers were computed for (None: the family's nominal)."""
+
+
+def make_servo_motor_cfg(kp_register: float | dict, supply_v: float | dict | None = None,
+                         randomize_delay: bool = True) -> SysidServoMotorCfg:
+    """The servo motor model's actuator over ``JOINT_NAMES`` at register gain ``kp_register`` and supply ``supply_v``
+    (:func:`servo_motor_values`), with the fitted armature, friction and viscous friction and the delay's range (or the
+    fitted delay twice). Explicit: on Newton set ``use_newton_actuators=False`` (Newton's native actuators refuse it)."""
+    _check_friction_units()
+    lo, hi = DELAY_RANGE_STEPS if randomize_delay else (FITTED["delay_steps"], FITTED["delay_steps"])
+    values = {k: dict(v) for k, v in ACTUATOR_VALUES.items()}
+    if PHYSICS == "newton":
+        values.pop("dynamic_friction", None)
+    motor = servo_motor_values(kp_register, supply_v)
+    limit = motor.pop("actuator_effort_limit")
+    finite = {j: v for j, v in limit.items() if math.isfinite(v)}
+    return SysidServoMotorCfg(joint_names_expr=list(JOINT_NAMES), min_delay=lo, max_delay=hi, kp_register=kp_register,
+                              supply_v=supply_v, actuator_effort_limit=finite or None, **motor, **values)
+
+
 def apply_to(articulation_cfg, group_name: str = "sysid_arm", **kwargs):
-    """``articulation_cfg`` with its actuators replaced by :func:`make_actuator_cfg` (kwargs go to it)."""
-    return articulation_cfg.replace(actuators={group_name: make_actuator_cfg(**kwargs)})
+    """``articulation_cfg`` with its actuators replaced by :func:`make_actuator_cfg` (kwargs go to it; a servo motor
+    model's export: :func:`make_servo_motor_cfg`)."""
+    make = make_servo_motor_cfg if SERVO_MOTOR else make_actuator_cfg
+    return articulation_cfg.replace(actuators={group_name: make(**kwargs)})
 
 
 def _env_ids(env, env_ids, device):
@@ -145,6 +244,40 @@ class randomize_joint_dynamics(ManagerTermBase):
             joint_ids=jids, env_ids=ids)
 
 
+class randomize_servo_motor(ManagerTermBase):
+    """Per env: the joint's torque constant kt [N m/A] and resistance R [Ohm], each drawn uniformly from its range, and
+    the ``SysidServoMotor`` numbers recomputed from them at the actuator's ``kp_register`` and ``supply_v``
+    (stiffness, damping, saturation effort, velocity limit, effort limit and DCMotor's corner velocity)."""
+
+    def __init__(self, cfg, env):
+        super().__init__(cfg, env)
+        self.asset = env.scene[cfg.params["asset_cfg"].name]
+        self.actuator = self.asset.actuators[cfg.params["group_name"]]
+        if not isinstance(self.actuator, SysidServoMotor):
+            raise ValueError(f"actuator group {cfg.params['group_name']!r} is not make_servo_motor_cfg's SysidServoMotor")
+
+    def __call__(self, env, env_ids, asset_cfg, group_name, joint, kt_range, r_range):
+        act = self.actuator
+        dev = act.stiffness.device
+        ids = _env_ids(env, env_ids, dev).long()
+        col = list(act.joint_names).index(joint)
+        kt = _uniform(kt_range, len(ids), 1, dev)[:, 0]
+        r = _uniform(r_range, len(ids), 1, dev)[:, 0]
+        kp = act.cfg.kp_register[joint] if isinstance(act.cfg.kp_register, dict) else act.cfg.kp_register
+        sv = act.cfg.supply_v[joint] if isinstance(act.cfg.supply_v, dict) else act.cfg.supply_v
+        v = float(SERVO_MOTOR["vin_nominal_v"][joint] if sv is None else sv)
+        pwm, imax = float(SERVO_MOTOR["max_pwm"][joint]), SERVO_MOTOR["max_current_a"][joint]
+        sat = kt * v * pwm / r
+        vlim = v * pwm / kt
+        eff = torch.full_like(kt, math.inf) if not imax else kt * float(imax)
+        act.stiffness[ids, col] = kt * v * float(SERVO_MOTOR["error_gain"][joint]) * float(kp) / r
+        act.damping[ids, col] = kt * kt / r
+        act._saturation_effort[ids, col] = sat
+        act.actuator_velocity_limit[ids, col] = vlim
+        act.actuator_effort_limit[ids, col] = eff
+        act._vel_at_effort_lim[ids, col] = vlim * (1.0 + eff / sat)
+
+
 class randomize_actuator_delay(ManagerTermBase):
     """Per env, the actuator delay [physics steps] drawn uniformly from the integers of ``delay_range``.
 
@@ -194,7 +327,8 @@ def _term_func(name: str):
         import isaaclab.envs.mdp as mdp
 
         return getattr(mdp, name[len("mdp."):])
-    return {"randomize_joint_dynamics": randomize_joint_dynamics, "randomize_actuator_delay": randomize_actuator_delay}[name]
+    return {"randomize_joint_dynamics": randomize_joint_dynamics, "randomize_actuator_delay": randomize_actuator_delay,
+            "randomize_servo_motor": randomize_servo_motor}[name]
 
 
 def _event_term(spec: dict) -> EventTermCfg:
