@@ -426,3 +426,44 @@ def test_generated_randomization_redraws_every_dc_motor_number(servo_module):
     assert float(act.actuator_effort_limit[0, 0]) == pytest.approx(vals["actuator_effort_limit"]["servo"], rel=1e-5)
     corner = vals["actuator_velocity_limit"]["servo"] * (1 + vals["actuator_effort_limit"]["servo"] / vals["saturation_effort"]["servo"])
     assert float(act._vel_at_effort_lim[0, 0]) == pytest.approx(corner, rel=1e-5)
+
+
+# ------------------------------------------------------------------------------------------ the fit's start
+def test_a_part_seeds_the_fits_start(tmp_path):
+    """``--x0 PART.json``: the groups the part holds start at its values on every joint (clipped to the bounds, said
+    in the log); the groups it lacks keep the low start. ``seed_from_parts`` takes one part per joint (an arm config's
+    ``servo_model``)."""
+    from isaaclab_sysid.fit.problem import seed_from_parts, start_point
+
+    args = FitArgs()
+    args.params.fit_groups = "armature,friction,viscous,delay,motor_kt,motor_r,encoder_offset"
+    args.params.delay_bounds = (0, 6)
+    robot = load_robot("bam_pendulum_xl330")
+    space = build_space(args, robot.joint_names, robot.config, servo=True, log=lambda _s: None)
+    part = _part(friction_law="coulomb", friction={"friction": Estimate(0.02, 0.01, 0.03)})
+    p = write_servo_model(tmp_path / "part.json", part)
+    lines: list[str] = []
+    x = start_point(str(p), space, log=lines.append)
+    dec = space.decode(x)
+    assert dec["motor_kt"][0] == pytest.approx(KT) and dec["motor_r"][0] == pytest.approx(R)
+    assert dec["friction"][0] == pytest.approx(0.02) and dec["delay"] == 4
+    low = space.decode(space.low_start())
+    assert dec["encoder_offset"][0] == pytest.approx(low["encoder_offset"][0])  # not the part's: a mounting's number
+    assert "start from the servo part" in lines[0] and "motor_kt[servo] = 0.377" in lines[0]
+    # a value outside the search box is clipped, and the log says so
+    big = _part(kt=Estimate(50.0), friction_law="coulomb", friction={"friction": Estimate(0.02)})
+    lines.clear()
+    x2 = seed_from_parts(space.low_start(), space, (big,), lines.append)
+    assert space.decode(x2)["motor_kt"][0] == pytest.approx(space.group("motor_kt").upper)
+    assert "clipped to the search bounds: motor_kt[servo]" in lines[0]
+    # a joint without a part keeps the start
+    lines.clear()
+    assert np.allclose(seed_from_parts(space.low_start(), space, (None,), lines.append), space.low_start())
+    # a bad part file named as the start is refused in one line
+    body = part.to_json()
+    body["kt"]["value"] = -1
+    (tmp_path / "bad.json").write_text(json.dumps(body))
+    from isaaclab_sysid.fit.errors import FitError
+
+    with pytest.raises(FitError, match="bad.json.*'kt.value'"):
+        start_point(str(tmp_path / "bad.json"), space)

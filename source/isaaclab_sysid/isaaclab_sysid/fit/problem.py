@@ -398,7 +398,7 @@ def _checked_backend(args: FitArgs, robot: Robot, space: ParamSpace,
     return backend
 
 
-def start_point(spec: str, space: ParamSpace) -> np.ndarray:
+def start_point(spec: str, space: ParamSpace, log: Callable[[str], None] = print) -> np.ndarray:
     """The CMA-ES start in the normalized space: ``low``, ``center`` or a params JSON file.
 
     ``low`` (default) starts in the sliding regime (:meth:`ParamSpace.low_start`):
@@ -408,13 +408,18 @@ def start_point(spec: str, space: ParamSpace) -> np.ndarray:
     and the search wastes its generations there (docs/fit.md).
 
     A file (a ``sysid_best_params.json``, a checkpoint, or a ``seed_fit.py`` seed) sets
-    the groups it holds (clipped to the bounds); groups it lacks keep the ``low`` start.
+    the groups it holds (clipped to the bounds); groups it lacks keep the ``low`` start. A servo part file
+    (``export_dr.py --servo_model``, robots/servo_model.py) sets the groups it holds on every joint
+    (:func:`seed_from_parts`; ``log`` says which).
     """
     if spec == "center":
         return np.full(space.dim, 0.5)
     x = space.low_start()
     if spec == "low":
         return x
+    part = _servo_part_file(spec)
+    if part is not None:  # a servo part (robots/servo_model.py): its numbers on every joint
+        return seed_from_parts(x, space, (part,) * space.n_dof, log)
     try:
         given = FitResult.read(spec, space=space)
     except (OSError, ValueError) as exc:
@@ -423,4 +428,62 @@ def start_point(spec: str, space: ParamSpace) -> np.ndarray:
     for g in space.groups:
         if g.name in given.values:
             x[space.slice(g.name)] = from_file[space.slice(g.name)]
+    return x
+
+
+def _servo_part_file(spec: str):
+    """The servo part in ``spec`` when it is a part file (its ``kind``), else None; a bad part is refused in one line."""
+    from isaaclab_sysid.robots.servo_model import SERVO_MODEL_KIND, ServoModel, ServoModelFileError
+
+    p = Path(spec)
+    if p.suffix != ".json" or not p.is_file():
+        return None
+    try:
+        body = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(body, dict) or body.get("kind") != SERVO_MODEL_KIND:
+        return None
+    try:
+        return ServoModel.from_json(body, str(p))
+    except ServoModelFileError as exc:
+        raise FitError(f"--x0: {exc}") from None
+
+
+def seed_from_parts(x: np.ndarray, space: ParamSpace, parts, log: Callable[[str], None] = print) -> np.ndarray:
+    """``x`` (D,) with the groups the servo parts hold set to the parts' values (robots/servo_model.part_values), each
+    joint from its own part (None: that joint keeps ``x``), clipped to the bounds; ``log`` says which values came from
+    which part and which were clipped."""
+    from isaaclab_sysid.robots.servo_model import part_values
+
+    vals = part_values(tuple(parts))
+    x = np.array(x, dtype=float)
+    cur = space.decode(x[None])
+    used, clipped = [], []
+    for g in space.groups:
+        if g.name not in vals:
+            continue
+        v = np.asarray(vals[g.name], dtype=float)
+        if g.per_joint:
+            have = np.isfinite(v)
+            new = np.where(have, v, np.asarray(cur[g.name][0], dtype=float))
+            lo, hi = g.lower, g.uppers(space.n_dof)
+            for j in np.flatnonzero(have):
+                used.append(f"{g.name}[{space.joint_names[j]}] = {v[j]:.6g}")
+                if not lo <= v[j] <= hi[j]:
+                    clipped.append(f"{g.name}[{space.joint_names[j]}]")
+            x[space.slice(g.name)] = space.normalize({**{k: np.asarray(c[0]) for k, c in cur.items()},
+                                                      g.name: new})[space.slice(g.name)]
+        else:
+            used.append(f"{g.name} = {int(v[0])}")
+            if not g.lower <= v[0] <= g.upper:
+                clipped.append(g.name)
+            x[space.slice(g.name)] = space.normalize({**{k: np.asarray(c[0]) for k, c in cur.items()},
+                                                      g.name: v[0]})[space.slice(g.name)]
+    sources = sorted({p.source or "(no source)" for p in parts if p is not None})
+    if used:
+        log(f"start from the servo part ({', '.join(sources)}): {', '.join(used)}"
+            + (f"; clipped to the search bounds: {', '.join(clipped)}" if clipped else ""))
+    else:
+        log("the servo part holds none of the fitted groups: the start is unchanged")
     return x
