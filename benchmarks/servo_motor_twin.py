@@ -7,7 +7,7 @@ held out at kp 400, intervals by scripts/compute_intervals.py, every fitted numb
 (isaaclab_sysid/jobs/servo_motor_proof.py).
 
     python benchmarks/servo_motor_twin.py --out /tmp/smt           # 4 trajectories x kp 100, 200 fitted; 4 x kp 400 held out
-    python benchmarks/servo_motor_twin.py --out /tmp/smt_ci --ci   # the test's size: lift_and_drop at kp 100, 200; sin_sin at 400
+    python benchmarks/servo_motor_twin.py --out /tmp/smt_ci --ci   # the test's size: 2 fit logs, 1 held out
     python benchmarks/servo_motor_twin.py --out /tmp/smt --json    # the verdict as JSON on stdout
 
 Exit 0 when every fitted number is inside its 95 % interval or flagged with a reason, 1 otherwise.
@@ -20,23 +20,23 @@ import json
 import sys
 import time
 
-from isaaclab_sysid.jobs.servo_motor_proof import run_proof
-from isaaclab_sysid.twin.servo_motor import TRAJECTORIES, XL330_TRUTH
+from isaaclab_sysid.jobs.servo_motor_proof import CI_FIT, CI_HELDOUT, FULL_FIT, FULL_HELDOUT, run_proof
+from isaaclab_sysid.twin.servo_motor import XL330_TRUTH
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="folder for the logs, the runs and the fit (must not hold runs yet)")
-    ap.add_argument("--ci", action="store_true", help="CI size: lift_and_drop at kp 100 and 200, sin_sin at kp 400")
+    ap.add_argument("--ci", action="store_true", help="CI size: sin_time_square at kp 100, lift_and_drop at kp 200, sin_sin at kp 400 held out")
     ap.add_argument("--seed", type=int, default=0, help="the twin's noise and loop timing (the truth is the same)")
     ap.add_argument("--json", action="store_true", help="print the verdict as JSON instead of the table")
     a = ap.parse_args(argv)
     t0 = time.time()
     say = (lambda s: print(s, file=sys.stderr)) if a.json else print
     if a.ci:
-        v = run_proof(a.out, trajectories=("lift_and_drop",), heldout_trajectories=("sin_sin",), seed=a.seed, log=say)
+        v = run_proof(a.out, CI_FIT, CI_HELDOUT, seed=a.seed, log=say)
     else:
-        v = run_proof(a.out, trajectories=tuple(TRAJECTORIES), seed=a.seed, log=say)
+        v = run_proof(a.out, FULL_FIT, FULL_HELDOUT, seed=a.seed, log=say)
     v.seconds["total"] = time.time() - t0
     if a.json:
         print(json.dumps(v.to_dict() | {"truth": XL330_TRUTH.as_dict()}, indent=1))

@@ -42,19 +42,18 @@ def log_name(kp: float, trajectory: str) -> str:
     return f"kp{int(kp)}_{trajectory}"
 
 
-def make_motor_dataset(out: str | Path, fit_kp: Sequence[float] = (100, 200), heldout_kp: Sequence[float] = (400,),
-                       trajectories: Sequence[str] = tuple(TRAJECTORIES), heldout_trajectories: Sequence[str] | None = None,
+def make_motor_dataset(out: str | Path, fit_logs: Sequence[tuple[float, str]], heldout_logs: Sequence[tuple[float, str]],
                        truth: MotorTruth = XL330_TRUTH, seed: int = 0) -> MotorDataset:
-    """Record one log per (gain, trajectory) into ``out/raw`` (BAM's JSON) and import them into ``out/runs`` with
-    ``scripts/import_runs.py --format bam``. Each log has its own noise and loop timing (seed + its index)."""
+    """Record one log per (register gain, trajectory) of ``fit_logs`` and ``heldout_logs`` into ``out/raw`` (BAM's
+    JSON) and import them into ``out/runs`` with ``scripts/import_runs.py --format bam``. Each log has its own noise
+    and loop timing (``seed`` x 1000 + its index)."""
     from isaaclab_sysid.paths import REPO_ROOT
 
     out = Path(out)
     raw = out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     robot = load_robot(ROBOT)
-    held_tr = tuple(trajectories) if heldout_trajectories is None else tuple(heldout_trajectories)
-    plan = [(kp, tr, False) for kp in fit_kp for tr in trajectories] + [(kp, tr, True) for kp in heldout_kp for tr in held_tr]
+    plan = [(kp, tr, False) for kp, tr in fit_logs] + [(kp, tr, True) for kp, tr in heldout_logs]
     counts = {"entries": 0, "torque_off_entries": 0, "repeated_positions": 0, "position_steps": [], "speed_steps": [],
               "volts": [], "gaps_ms": []}
     for i, (kp, tr, _) in enumerate(plan):
@@ -211,17 +210,30 @@ def judge(fit_dir: str | Path, heldout_csv: Sequence[str], truth: MotorTruth = X
     return MotorVerdict(judge_intervals(ivs, truth, law), law, heldout_mae(fit_dir, heldout_csv), str(fit_dir), notes=notes)
 
 
-def run_proof(out: str | Path, fit_kp: Sequence[float] = (100, 200), heldout_kp: Sequence[float] = (400,),
-              trajectories: Sequence[str] = tuple(TRAJECTORIES), heldout_trajectories: Sequence[str] | None = None,
-              truth: MotorTruth = XL330_TRUTH, seed: int = 0, fit_extra: Sequence[str] = (),
-              interval_extra: Sequence[str] = (), log: Callable[[str], None] = print) -> MotorVerdict:
+def grid(kps: Sequence[float], trajectories: Sequence[str]) -> list[tuple[float, str]]:
+    """Every (gain, trajectory) pair, gains first."""
+    return [(kp, tr) for kp in kps for tr in trajectories]
+
+
+#: the full proof's split: BAM's four trajectories at kp 100 and 200 fitted, at kp 400 held out (vs_bam's split)
+FULL_FIT = grid((100, 200), tuple(TRAJECTORIES))
+FULL_HELDOUT = grid((400,), tuple(TRAJECTORIES))
+#: the CI size: the fastest trajectory at kp 100 and the torque-off one at kp 200 fitted, sin_sin at kp 400 held out
+CI_FIT = [(100, "sin_time_square"), (200, "lift_and_drop")]
+CI_HELDOUT = [(400, "sin_sin")]
+
+
+def run_proof(out: str | Path, fit_logs: Sequence[tuple[float, str]] = FULL_FIT,
+              heldout_logs: Sequence[tuple[float, str]] = FULL_HELDOUT, truth: MotorTruth = XL330_TRUTH, seed: int = 0,
+              fit_extra: Sequence[str] = (), interval_extra: Sequence[str] = (),
+              log: Callable[[str], None] = print) -> MotorVerdict:
     """The whole proof (module doc); the scripts run as a user runs them (subprocesses, from the repository root)."""
     from isaaclab_sysid.paths import REPO_ROOT
 
     out = Path(out)
     sec = {}
     t0 = time.perf_counter()
-    data = make_motor_dataset(out, fit_kp, heldout_kp, trajectories, heldout_trajectories, truth, seed)
+    data = make_motor_dataset(out, fit_logs, heldout_logs, truth, seed)
     sec["record_and_import"] = time.perf_counter() - t0
     log(f"twin logs: {data.realism}")
     flags = [f for c in data.fit_csv for f in ("--real_csv", c)] + [f for c in data.heldout_csv for f in ("--heldout_csv", c)]

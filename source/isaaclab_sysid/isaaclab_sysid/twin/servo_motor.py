@@ -110,10 +110,11 @@ class MotorTruth:
                              "latency gives it")
 
     def firmware_latency_ms(self) -> float:
-        """The servo's latency from the end of a goal write to the goal acting [ms] that gives :attr:`delay` in the
+        """The servo's latency from the end of a goal write to its arrival [ms] that gives :attr:`delay` in the
         log's frame at the loop's mean timing: the goal is logged ``sleep + 2.5 reads`` after its write ends, the
-        position is read ``2 reads`` before that stamp, so ``delay = firmware - (sleep + 2.5 reads) + 2 reads``."""
-        return float(self.delay) + self.sleep_ms + 0.5 * self.read_ms
+        position is read ``2 reads`` before that stamp, and an arrived goal acts from the next 1 ms tick (half a
+        tick later on average), so ``delay = firmware + 0.5 - (sleep + 2.5 reads) + 2 reads``."""
+        return float(self.delay) + self.sleep_ms + 0.5 * self.read_ms - 0.5
 
     def as_dict(self) -> dict:
         """Plain values for reports (the fit never reads this)."""
