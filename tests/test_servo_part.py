@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import sys
 from pathlib import Path
 
@@ -158,8 +157,7 @@ def test_dc_motor_mapping_equals_the_servo_model_where_it_holds(family, volts, k
     torch, motor = _isaaclab_dc_motor(p, n)
     from isaaclab.utils.types import ArticulationActions
 
-    act = ArticulationActions(joint_positions=torch.tensor(err, dtype=torch.float64)[:, None].float() * 0
-                              + torch.tensor(err[:, None]), joint_velocities=torch.zeros(n, 1, dtype=torch.float64),
+    act = ArticulationActions(joint_positions=torch.tensor(err[:, None]), joint_velocities=torch.zeros(n, 1, dtype=torch.float64),
                               joint_efforts=torch.zeros(n, 1, dtype=torch.float64))
     motor.stiffness = motor.stiffness.double()
     motor.damping = motor.damping.double()
@@ -467,3 +465,15 @@ def test_a_part_seeds_the_fits_start(tmp_path):
 
     with pytest.raises(FitError, match="bad.json.*'kt.value'"):
         start_point(str(tmp_path / "bad.json"), space)
+
+
+def test_check_export_refuses_a_servo_motor_module_in_one_line(servo_module):
+    """scripts/check_export.py reads a PD actuator back in Isaac Lab; a servo motor module is refused before any
+    simulation starts, not checked as something it is not."""
+    from isaaclab_sysid.export.check import CheckError, check_module
+
+    paths, _, _ = servo_module
+    m = _load_module(paths["module"])
+    with pytest.raises(CheckError, match="servo motor model") as exc:
+        check_module(m, load_robot("bam_pendulum_xl330"), log=lambda _s: None)
+    assert "\n" not in str(exc.value)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
+from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.intervals.combine import IntervalReport
 from isaaclab_sysid.robots.servo_model import PART_LAWS, Estimate, ServoModel
 from isaaclab_sysid.robots.servos import ServoFamily, servo_family
@@ -120,11 +120,6 @@ def _correlation(chosen, a: str, b: str) -> float | None:
     if c is None or a not in chosen.cov_labels or b not in chosen.cov_labels:
         return None
     return float(c[chosen.cov_labels.index(a), chosen.cov_labels.index(b)])
-
-
-def source_of(fit_dir) -> str:
-    """The result file a part records as its source."""
-    return str(fit_dir) + "/" + RESULT_FILE
 
 
 # ------------------------------------------------------------------------------- Isaac Lab's DC motor
