@@ -14,6 +14,8 @@ cached in <fit_dir>/intervals.json) and writes to --out:
   OUT.json                        with --servo_model OUT.json: the servo part of a servo fit (robots/servo_model.py:
                                   kt, R, armature, friction law, viscous, delay, each with its interval; the file an
                                   arm config names per joint, docs/servo_arms.md "The servo as a part")
+  --no_isaaclab                   skips sysid_dr.* and the Isaac Lab module (a servo fit with the load-dependent law:
+                                  its part and MJCF are exact, its Isaac Lab module is refused)
   <robot>_sysid.xml               with --mjcf: the fitted model as MJCF (MuJoCo), written only after it replays the
                                   fit's held-out runs within 1e-6 rad of the fit's own replay (the figure is printed)
 
@@ -87,6 +89,9 @@ class Args:
     viscous and delay with their intervals, the family from the fit's robot config. Written before the other exports."""
     servo_joint: str | None = None
     """The joint whose servo --servo_model writes (default: the fit's only joint)."""
+    no_isaaclab: tyro.conf.FlagCreatePairsOff[bool] = False
+    """Skip sysid_dr.{json,yaml} and sysid_dr_isaaclab.py: write only what --servo_model, --mjcf and --usd ask for (e.g.
+    a servo fit with the load-dependent law, which the Isaac Lab export refuses and the MJCF writes exactly)."""
     asset_name: str = "robot"
     """Scene entity name of the arm in the Isaac Lab task (SceneEntityCfg)."""
     physics_dt: float = TICK_S
@@ -119,8 +124,10 @@ def main(args: Args) -> int:
 
             part_path, _part = export_servo_part(ctx, rep, args.servo_model, args.servo_joint)
             print(f"wrote servo_model: {part_path}")
-        paths, warns = export(ctx, out, rep, policy, args.rb_params, args.asset_name, args.viscous, args.physics_dt,
-                              physics=args.physics, log=log)
+        paths, warns = {}, []
+        if not args.no_isaaclab:
+            paths, warns = export(ctx, out, rep, policy, args.rb_params, args.asset_name, args.viscous, args.physics_dt,
+                                  physics=args.physics, log=log)
         if args.usd:
             paths["usd"] = _write_usd(ctx, out, args.physics)
         if args.mjcf:

@@ -477,3 +477,24 @@ def test_check_export_refuses_a_servo_motor_module_in_one_line(servo_module):
     with pytest.raises(CheckError, match="servo motor model") as exc:
         check_module(m, load_robot("bam_pendulum_xl330"), log=lambda _s: None)
     assert "\n" not in str(exc.value)
+
+
+def test_export_cli_writes_the_part_and_the_mjcf_of_a_load_law_servo(load_fit, tmp_path, capsys):
+    """``export_dr.py --servo_model``: the part is written before the Isaac Lab export refuses the load law (exit 2);
+    ``--no_isaaclab --mjcf`` writes the part and the exact MJCF only."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("export_dr_cli", Path(__file__).parents[1] / "scripts" / "export_dr.py")
+    cli = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = cli  # its dataclass resolves string annotations in the module
+    spec.loader.exec_module(cli)
+    part = tmp_path / "xl330.json"
+    rc = cli.main(cli.Args(fit_dir=str(load_fit), out=str(tmp_path / "a"), servo_model=str(part), quiet=True))
+    err = capsys.readouterr().err
+    assert rc == 2 and "load friction law" in err and read_servo_model(part).friction_law == "load"
+    rc = cli.main(cli.Args(fit_dir=str(load_fit), out=str(tmp_path / "b"), servo_model=str(tmp_path / "p2.json"),
+                           mjcf=True, no_isaaclab=True, quiet=True))
+    out = capsys.readouterr().out
+    assert rc == 0 and "MJCF replay PASS" in out
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["bam_pendulum_xl330_sysid.xml"]
+    assert read_servo_model(tmp_path / "p2.json") == read_servo_model(part)
