@@ -129,6 +129,9 @@ def main(args: Args) -> int:
             paths, warns = export(ctx, out, rep, policy, args.rb_params, args.asset_name, args.viscous, args.physics_dt,
                                   physics=args.physics, log=log)
         if args.usd:
+            from isaaclab_sysid.export.build import check_exported_law
+
+            check_exported_law(ctx.space, "isaaclab")  # the USD variant is Isaac Lab's asset (also with --no_isaaclab)
             paths["usd"] = _write_usd(ctx, out, args.physics)
         if args.mjcf:
             from isaaclab_sysid.export.build import export_mjcf

@@ -498,3 +498,6 @@ def test_export_cli_writes_the_part_and_the_mjcf_of_a_load_law_servo(load_fit, t
     assert rc == 0 and "MJCF replay PASS" in out
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["bam_pendulum_xl330_sysid.xml"]
     assert read_servo_model(tmp_path / "p2.json") == read_servo_model(part)
+    # --no_isaaclab does not open a way round the refusal: the USD variant (Isaac Lab's asset) is refused the same
+    rc = cli.main(cli.Args(fit_dir=str(load_fit), out=str(tmp_path / "c"), usd=True, no_isaaclab=True, quiet=True))
+    assert rc == 2 and "load friction law" in capsys.readouterr().err
