@@ -501,3 +501,24 @@ def test_export_cli_writes_the_part_and_the_mjcf_of_a_load_law_servo(load_fit, t
     # --no_isaaclab does not open a way round the refusal: the USD variant (Isaac Lab's asset) is refused the same
     rc = cli.main(cli.Args(fit_dir=str(load_fit), out=str(tmp_path / "c"), usd=True, no_isaaclab=True, quiet=True))
     assert rc == 2 and "load friction law" in capsys.readouterr().err
+
+
+def test_a_fit_of_an_arm_whose_config_names_a_part_starts_from_it(tmp_path):
+    """The fit job reads the arm config's parts (``servo_model``) and starts the groups they hold at their values."""
+    from test_servo_motor import servo_run
+
+    from isaaclab_sysid.data import write_run
+    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.jobs.fit_job import run_fit
+
+    (tmp_path / "arms" / "parts").mkdir(parents=True)
+    write_servo_model(tmp_path / "arms" / "parts" / "xl330.json", _part())
+    cfg = _arm_config(tmp_path, ["parts/xl330.json"])
+    run = servo_run(seconds=1.0, off_from=None)
+    run.meta.robot, run.meta.state_age_ms = str(cfg), 0
+    csv, _ = write_run(run, tmp_path / "r.csv")
+    lines: list[str] = []
+    run_fit(FitArgs.build(real_csv=[str(csv)], fit_groups="armature,friction,viscous,delay,motor_kt,motor_r",
+                          log_dir=str(tmp_path / "fit"), plots=False, refine_iter=1, max_iter=1), lines.append)
+    seeded = [s for s in lines if s.startswith("start from the servo part")]
+    assert seeded and "motor_kt[servo]" in seeded[0]

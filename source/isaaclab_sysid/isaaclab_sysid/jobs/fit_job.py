@@ -37,7 +37,7 @@ from isaaclab_sysid.fit.fast_path import FastPathSettings
 from isaaclab_sysid.fit.loss import DIVERGENCE_PENALTY
 from isaaclab_sysid.fit.optimizer import CmaesSettings
 from isaaclab_sysid.fit.outputs import new_run_dir, read_config, write_config
-from isaaclab_sysid.fit.problem import FitProblem, build_problem, params_file, start_point
+from isaaclab_sysid.fit.problem import FitProblem, build_problem, params_file, seed_from_parts, start_point
 from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
 from isaaclab_sysid.fit.search import Search, SearchSettings
 from isaaclab_sysid.fit.tracking import WandbLog
@@ -245,7 +245,12 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None], run_
     ``refit``: from ``x0`` alone (no second track at the ``low`` start), by the refinement (CMA-ES from ``x0`` when
     ``--refine_iter 0`` turned the refinement off)."""
     s = args.search
-    x0 = start_point(s.x0, problem.space) if x0 is None else np.asarray(x0, dtype=float)
+    if x0 is None:
+        x0 = start_point(s.x0, problem.space)
+        parts = problem.robot.config.servo_model
+        if parts is not None and s.x0 in ("low", "center"):  # the arm config's servo parts seed the start
+            x0 = seed_from_parts(x0, problem.space, parts, log)
+    x0 = np.asarray(x0, dtype=float)
     settings = SearchSettings(CmaesSettings(popsize=s.num_envs, max_iter=s.max_iter, sigma0=s.sigma, seed=s.seed,
                                             x0=tuple(x0)),
                               refine_iter=s.refine_iter, delay_neighbours=s.refine_delay_neighbours,
