@@ -76,7 +76,9 @@ class SearchConfig:
     bounds afterwards, which bends it and crawls along the bounds: the behaviour before; docs/fit.md)."""
     x0: str = "low"
     """CMA-ES start: low (sliding regime: armature 20 %, friction/viscous 5 % of their ranges), center, a
-    sysid_best_params.json (or the fit folder holding it), or a seed from scripts/seed_fit.py (rigid-body joint terms; groups missing from a file start low)."""
+    sysid_best_params.json (or the fit folder holding it), a seed from scripts/seed_fit.py (rigid-body joint terms; groups missing from a file start low),
+    or a servo part (export_dr.py --servo_model; docs/servo_arms.md). With low or center, an arm config's servo parts
+    (servo_model) seed the groups they hold."""
     sigma: float = 0.25
     """Initial CMA-ES step size in the normalized parameter space (every group scaled to [0, 1] within its bounds)."""
     seed: int = 0
