@@ -3,17 +3,16 @@
 :func:`make_motor_dataset` records the XL330 bench twin (:data:`~isaaclab_sysid.twin.servo_motor.XL330_TRUTH`:
 voltage, back-EMF, the current window, load-dependent friction, torque-off phases, the recorder's irregular loop and
 the sensors' quantization) on BAM's trajectories at several register gains, writes each as a BAM JSON log and imports
-the folder with ``scripts/import_runs.py --format bam`` (the whole chain a user's logs take). :func:`run_proof` fits
-the fit gains' runs with ``scripts/sysid_franka_osc.py`` (``--fit_groups auto``, the default), holds out the other
-gain's, runs ``scripts/compute_intervals.py`` and :func:`judge` says, per fitted number, whether the truth lies in
+the folder with the importer of ``scripts/import_runs.py --format bam`` (the whole chain a user's logs take).
+:func:`run_proof` fits the fit gains' runs with the fit job of ``scripts/sysid_franka_osc.py`` (``--fit_groups auto``,
+the default), holds out the other gain's, computes the intervals as ``scripts/compute_intervals.py`` does (all in
+process: the jobs the scripts call) and :func:`judge` says, per fitted number, whether the truth lies in
 its 95 % interval or why the intervals flag it; a number that is neither is a failure.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isaaclab_sysid.importers.run_import import import_runs
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.twin.servo_motor import TRAJECTORIES, XL330_TRUTH, MotorTruth, record_bench_log
 from isaaclab_sysid.utils.atomic import atomic_write_json
@@ -47,8 +47,6 @@ def make_motor_dataset(out: str | Path, fit_logs: Sequence[tuple[float, str]], h
     """Record one log per (register gain, trajectory) of ``fit_logs`` and ``heldout_logs`` into ``out/raw`` (BAM's
     JSON) and import them into ``out/runs`` with ``scripts/import_runs.py --format bam``. Each log has its own noise
     and loop timing (``seed`` x 1000 + its index)."""
-    from isaaclab_sysid.paths import REPO_ROOT
-
     out = Path(out)
     raw = out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
@@ -74,8 +72,7 @@ def make_motor_dataset(out: str | Path, fit_logs: Sequence[tuple[float, str]], h
                "smallest_position_step_rad": min(counts["position_steps"]),
                "smallest_speed_step_rad_s": min(counts["speed_steps"]),
                "volts_range": [min(counts["volts"]), max(counts["volts"])], "largest_gap_ms": max(counts["gaps_ms"])}
-    subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "import_runs.py"), str(raw), "--format", "bam",
-                    "--out", str(out / "runs")], check=True, cwd=REPO_ROOT, capture_output=True, text=True)
+    import_runs(raw, "bam", None, out / "runs", log=lambda s: None)  # what import_runs.py --format bam runs
     csv = lambda kp, tr: str(out / "runs" / f"{log_name(kp, tr)}.csv")  # noqa: E731
     return MotorDataset([csv(kp, tr) for kp, tr, h in plan if not h], [csv(kp, tr) for kp, tr, h in plan if h], raw,
                         realism)
@@ -225,10 +222,12 @@ CI_HELDOUT = [(400, "sin_sin")]
 
 def run_proof(out: str | Path, fit_logs: Sequence[tuple[float, str]] = FULL_FIT,
               heldout_logs: Sequence[tuple[float, str]] = FULL_HELDOUT, truth: MotorTruth = XL330_TRUTH, seed: int = 0,
-              fit_extra: Sequence[str] = (), interval_extra: Sequence[str] = (),
               log: Callable[[str], None] = print) -> MotorVerdict:
-    """The whole proof (module doc); the scripts run as a user runs them (subprocesses, from the repository root)."""
-    from isaaclab_sysid.paths import REPO_ROOT
+    """The whole proof (module doc), in process: the jobs the scripts call (``import_runs.py --format bam``,
+    ``sysid_franka_osc.py`` with its defaults, ``compute_intervals.py``)."""
+    from isaaclab_sysid.export.build import FitContext, intervals_for
+    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.jobs.fit_job import run_fit
 
     out = Path(out)
     sec = {}
@@ -236,17 +235,14 @@ def run_proof(out: str | Path, fit_logs: Sequence[tuple[float, str]] = FULL_FIT,
     data = make_motor_dataset(out, fit_logs, heldout_logs, truth, seed)
     sec["record_and_import"] = time.perf_counter() - t0
     log(f"twin logs: {data.realism}")
-    flags = [f for c in data.fit_csv for f in ("--real_csv", c)] + [f for c in data.heldout_csv for f in ("--heldout_csv", c)]
-    cmd = [sys.executable, str(REPO_ROOT / "scripts" / "sysid_franka_osc.py"), *flags, "--log_dir", str(out / "fit"),
-           "--no_plots", *fit_extra]
-    log("$ " + " ".join(cmd[1:]))
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, cwd=REPO_ROOT, capture_output=True, text=True)
+    fit_dir = run_fit(FitArgs.build(real_csv=list(data.fit_csv), heldout_csv=list(data.heldout_csv),
+                                    log_dir=str(out / "fit"), plots=False), lambda s: None)
     sec["fit"] = time.perf_counter() - t0
-    fit_dir = sorted(p for p in (out / "fit").iterdir() if p.is_dir())[-1]
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "compute_intervals.py"), "--fit_dir", str(fit_dir),
-                    *interval_extra], check=True, cwd=REPO_ROOT, capture_output=True, text=True)
+    rep = intervals_for(FitContext.load(fit_dir), True)  # writes intervals.json, as compute_intervals.py does
+    for w in rep.warnings:
+        log(f"intervals: {w}")
     sec["intervals"] = time.perf_counter() - t0
     v = judge(fit_dir, data.heldout_csv, truth)
     v.seconds = sec
