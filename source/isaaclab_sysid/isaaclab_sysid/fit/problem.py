@@ -19,7 +19,7 @@ import numpy as np
 from isaaclab_sysid.data import RunFormatError, unstated_robot_note
 from isaaclab_sysid.data import read_runs as data_read_runs
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.config import ClusterConfig, FitArgs, LossConfig
+from isaaclab_sysid.fit.config import ClusterConfig, FitArgs
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.loss import LossWeights, channel_scales
 from isaaclab_sysid.fit.objective import ReplayObjective
@@ -154,14 +154,8 @@ SERVO_BOUNDS = {"friction": (0.0, 0.5), "viscous": (0.0, 0.1), "mu_static": (0.0
 
 
 def servo_scale_bounds(args: FitArgs, log: Callable[[str], None] = print) -> None:
-    """Servo runs: the bounds flags left at their arm-scale defaults set to :data:`SERVO_BOUNDS`, and the velocity
-    channel's weight left at its default set to 0 (a smart servo's present velocity is its firmware's filtered,
-    lagged estimate, not a measurement of the state: docs/servo_arms.md). Each said in the log; ``config.json``
-    stores what the fit used."""
-    if args.loss.w_dq == LossConfig.w_dq:
-        args.loss.w_dq = 0.0
-        log("servo runs: the velocity channel is the servo's own filtered estimate: the fit scores positions (--w_dq 0; "
-            "give --w_dq to weigh it)")
+    """Servo runs: the bounds flags left at their arm-scale defaults set to :data:`SERVO_BOUNDS` (said in the log;
+    ``config.json`` stores the boxes the fit used)."""
     changed = []
     for g, box in SERVO_BOUNDS.items():
         if tuple(args.params.bounds_of(g)) == tuple(GROUPS[g].default_bounds):
