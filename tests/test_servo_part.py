@@ -315,16 +315,9 @@ def servo_module(coulomb_fit, tmp_path_factory):
 
 
 def _literals(src: str) -> dict:
-    import ast
+    from test_export_module import _literals as module_literals  # the generated module's literal assignments
 
-    out = {}
-    for node in ast.parse(src).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                out[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
-    return out
+    return module_literals(src)
 
 
 def test_isaaclab_module_of_a_servo_motor_fit_holds_the_dc_motor_and_its_ranges(servo_module):
