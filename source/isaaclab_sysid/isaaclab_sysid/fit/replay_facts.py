@@ -82,8 +82,10 @@ def resolve_replay_facts(
         raise FitError(f"--{str(exc)}") from None
     runs = [with_stated_law(r, run) for run in runs]
     heldout = [with_stated_law(r, run) for run in heldout]
+    task = any(x.meta.controller == "task_impedance" for x in list(runs) + list(heldout))
     how_ee = "--ee_offset" if r.ee_offset is not None else (
-        f"robot config {robot.name}: check that it is the real controller's EE frame (Desk)")
+        f"robot config {robot.name}: check that it is the real controller's EE frame (on a Franka: Desk's)" if task
+        else f"robot config {robot.name}: the point the EE channel scores (a joint-space controller does not use it)")
     r.ee_offset = tuple(float(v) for v in robot.config.ee_offset)  # config.json states the EE point used
     if r.torque_limit is not None:
         r.torque_limit = tuple(float(v) for v in robot.config.torque_limit)  # type: ignore[union-attr]
