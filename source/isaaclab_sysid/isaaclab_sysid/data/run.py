@@ -195,8 +195,16 @@ class Run:
         values = self.targets()
         if self.setpoint_tick is None:
             return self.sample_ticks(), values
-        rel = (self.setpoint_tick - self.tick[0]).astype(np.int64)  # type: ignore[index]
-        first = np.ones(len(rel), dtype=bool)
-        first[1:] = rel[1:] != rel[:-1]
-        ticks = np.maximum(rel[first], 0)
-        return ticks, values[first]
+        rows = self.setpoint_rows()
+        rel = (self.setpoint_tick[rows] - self.tick[0]).astype(np.int64)  # type: ignore[index]
+        return np.maximum(rel, 0), values[rows]
+
+    def setpoint_rows(self) -> np.ndarray:
+        """(K,) the row each setpoint of :meth:`setpoints` comes from: every row, or the first row of each distinct
+        ``setpoint_tick``."""
+        if self.setpoint_tick is None:
+            return np.arange(self.n_samples)
+        st = np.asarray(self.setpoint_tick)
+        first = np.ones(len(st), dtype=bool)
+        first[1:] = st[1:] != st[:-1]
+        return np.flatnonzero(first)

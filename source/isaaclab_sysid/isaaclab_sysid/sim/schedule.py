@@ -155,22 +155,10 @@ def _servo_rows(run: Run, goals: np.ndarray, k: int, kd: np.ndarray) -> np.ndarr
         raise ValueError(f"run '{run.name}': a servo run with a D gain (kd {kd.tolist()}): the firmware's D-term "
                          "mapping to a duty is not stated for any servo family (robots/servos.py); record with kd 0")
     n = goals.shape[1]
-    rows = _setpoint_rows(run, k)
-    enable = getattr(run, "torque_enable", None)
-    volts = getattr(run, "supply_v", None)
-    en = np.ones((k, n)) if enable is None else np.asarray(enable, dtype=np.float64)[rows].reshape(k, n)
-    vin = np.full((k, n), np.nan) if volts is None else np.asarray(volts, dtype=np.float64)[rows].reshape(k, n)
-    return _c(np.concatenate([goals, en, vin], axis=1))
-
-
-def _setpoint_rows(run: Run, k: int) -> np.ndarray:
-    """(K,) the row of each setpoint (:meth:`Run.setpoints`: one per row, or one per distinct setpoint tick)."""
-    if run.setpoint_tick is None:
-        return np.arange(k)
-    st = np.asarray(run.setpoint_tick)
-    first = np.ones(len(st), dtype=bool)
-    first[1:] = st[1:] != st[:-1]
-    return np.flatnonzero(first)
+    rows = run.setpoint_rows()
+    en = np.ones((k, n)) if run.torque_enable is None else np.asarray(run.torque_enable, dtype=np.float64)[rows]
+    vin = np.full((k, n), np.nan) if run.supply_v is None else np.asarray(run.supply_v, dtype=np.float64)[rows]
+    return _c(np.concatenate([goals, en.reshape(k, n), vin.reshape(k, n)], axis=1))
 
 
 def _torque_schedule(run: Run) -> RunSchedule:
