@@ -2,7 +2,7 @@
 
 BAM's published m1 and m3 parameters, scored through BAM's simulator as ``bam.mae`` scores them, give the figures
 measured on the 12 shared logs (docs/benchmarks.md, "Issue 42: servos against BAM"); the setpoint follower gives its
-577 mrad on the kp 400 logs; ``bam.process``'s resampling equals the rule written independently, bit for bit; and the
+577 mrad on the kp 400 logs; ``bam.process``'s resampling equals the importer's resampler (importers/bam.py), bit for bit; and the
 benchmark at its CI size runs BAM's own fit (m3, 30 trials, a few seconds) and writes every figure. Skipped when BAM
 (the ``[peers]`` extra) or the shared logs are absent.
 """
@@ -43,7 +43,8 @@ def processed(tmp_path_factory) -> Path:
 
 
 def test_resampling_is_bams_rule(processed):
-    """bam.process's output equals linear interpolation on the 5 ms grid from 0 (torque_enable > 0.5), exactly."""
+    """bam.process's output equals the importer's resampler (importers/bam.bam_resample: linear interpolation on the 5 ms
+    grid from 0, torque_enable > 0.5), exactly."""
     files = sorted(RAW.glob("*.json"))
     assert len(files) == 12 and sorted(p.name for p in processed.glob("*.json")) == [p.name for p in files]
     for f in files:

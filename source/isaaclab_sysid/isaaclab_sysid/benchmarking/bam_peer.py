@@ -4,8 +4,8 @@ Everything BAM computes here is computed by BAM's own code (the ``[peers]`` extr
 
 * **Resampling**: ``python -m bam.process --raw R --logdir L --dt 0.005`` (a script: it parses ``sys.argv`` at import,
   so it runs as a subprocess). It linearly interpolates every numeric field of the raw entries onto the grid
-  ``0, dt, 2 dt, ... < last timestamp`` and thresholds ``torque_enable`` at 0.5; :func:`resample_reference` is that rule
-  written independently (``np.interp``), used only to check BAM's output.
+  ``0, dt, 2 dt, ... < last timestamp`` and thresholds ``torque_enable`` at 0.5; :func:`resample_reference` applies the
+  importer's rule (``importers/bam.bam_resample``) in the same layout, used only to check BAM's output against it.
 * **Scoring** (as ``bam.mae`` does, whose module imports matplotlib and parses argv): one model per parameter file
   (``bam.model.load_model``), a new ``bam.simulate.Simulator(model)`` per log, ``rollout_log(log,
   simulate_control=True)`` (the firmware's control law is simulated from the simulated state: a free-running
@@ -118,26 +118,26 @@ def resample_with_bam(raw_dir: Path, out_dir: Path, dt_s: float = BAM_DT_S, time
 
 
 def resample_reference(raw: Mapping, dt_s: float = BAM_DT_S) -> dict:
-    """``bam.process``'s rule written independently (for checking its output, not used for scoring).
+    """A raw log resampled by the importer's rule (``importers/bam.bam_resample``, what ``import_runs.py --format bam``
+    applies), laid out as ``bam.process`` writes it: for checking BAM's output against the product's resampler, not
+    used for scoring.
 
     The grid is ``np.arange(0, last timestamp, dt_s)`` [s]; every other field is linearly interpolated between the
     two raw entries around each instant (extrapolated from entries 0 and 1 before the first timestamp, as
     ``bam.process`` does when a log starts after 0), in ``bam.process``'s order of operations; ``torque_enable`` is the
     interpolated flag > 0.5. Header fields are copied and ``dt`` set to ``dt_s``.
     """
+    from isaaclab_sysid.importers.bam import bam_resample
+
     entries = raw["entries"]
     t = np.array([e["timestamp"] for e in entries], dtype=float)
-    grid = np.arange(0.0, t[-1], dt_s)
-    # bam.process advances while grid > t[frame + 1]: the segment is the first one whose end is >= the instant
-    seg = np.clip(np.searchsorted(t, grid, side="left") - 1, 0, len(t) - 2)
     out = {k: v for k, v in raw.items() if k != "entries"}
     out["dt"] = dt_s
     cols = {}
     for key in entries[0]:
         if key == "timestamp":
             continue
-        v = np.array([float(e[key]) for e in entries])
-        cols[key] = v[seg] + (v[seg + 1] - v[seg]) * (grid - t[seg]) / (t[seg + 1] - t[seg])
+        grid, cols[key] = bam_resample(t, np.array([float(e[key]) for e in entries]), dt_s)
     cols["torque_enable"] = cols["torque_enable"] > 0.5
     out["entries"] = [{**{k: (bool(c[i]) if k == "torque_enable" else float(c[i])) for k, c in cols.items()},
                        "timestamp": float(grid[i])} for i in range(len(grid))]
