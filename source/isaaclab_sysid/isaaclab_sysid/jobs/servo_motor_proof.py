@@ -185,16 +185,14 @@ def judge_intervals(ivs: dict, truth: MotorTruth = XL330_TRUTH, law: str | None 
 
 
 def heldout_mae(fit_dir: Path, heldout_csv: Sequence[str]) -> dict[str, float]:
-    """Per held-out run, the mean |q_replayed - q_logged| [mrad] over its rows: the fitted model's replay
-    (``eval_rollout_<run>.csv``, the evaluation's) against the imported run's logged positions."""
-    out = {}
-    for c in heldout_csv:
-        name = Path(c).stem
-        rep = np.genfromtxt(fit_dir / f"eval_rollout_{name}.csv", delimiter=",", names=True)
-        logged = np.genfromtxt(c, delimiter=",", names=True)
-        n = min(len(rep), len(logged))
-        out[name] = float(np.mean(np.abs(rep["q1"][:n] - logged["q1"][:n]))) * 1e3
-    return out
+    """Per held-out run, the mean |q_replayed - q_logged| [mrad] over its rows: the fit folder's fitted values replayed
+    free-running on its runs (:func:`~isaaclab_sysid.jobs.servo_bench.position_mae`, as the bench benchmark scores)."""
+    from isaaclab_sysid.export.build import FitContext
+    from isaaclab_sysid.jobs.servo_bench import position_mae
+
+    ctx = FitContext.load(fit_dir)
+    names = {Path(c).stem for c in heldout_csv}
+    return {k: 1e3 * v for k, v in position_mae(ctx.result, ctx.args).items() if k in names}
 
 
 def judge(fit_dir: str | Path, heldout_csv: Sequence[str], truth: MotorTruth = XL330_TRUTH) -> MotorVerdict:
