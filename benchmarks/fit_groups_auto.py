@@ -28,11 +28,12 @@ import tyro
 
 from isaaclab_sysid.benchmarking import peers
 from isaaclab_sysid.data import write_run
-from isaaclab_sysid.evaluate.heldout import EVAL_RESULT_FILE
+from isaaclab_sysid.fit.run_folder import EVAL_RESULT_FILE
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.run_folder import RESULT_FILE
 from isaaclab_sysid.jobs.fit_job import run_fit
-from isaaclab_sysid.jobs.model_choice import CHOICE_FILE
+from isaaclab_sysid.fit.run_folder import MODEL_CHOICE_FILE as CHOICE_FILE
 from isaaclab_sysid.robots import load_robot
 
 

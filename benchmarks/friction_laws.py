@@ -102,10 +102,10 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
 
     from isaaclab_sysid.data import write_run
     from isaaclab_sysid.fit.config import FitArgs
-    from isaaclab_sysid.fit.result import RESULT_FILE
+    from isaaclab_sysid.fit.run_folder import RESULT_FILE
     from isaaclab_sysid.jobs.fit_job import run_fit
-    from isaaclab_sysid.jobs.law_choice import LAW_CHOICE_FILE
-    from isaaclab_sysid.jobs.model_choice import CHOICE_FILE
+    from isaaclab_sysid.fit.run_folder import LAW_CHOICE_FILE
+    from isaaclab_sysid.fit.run_folder import MODEL_CHOICE_FILE as CHOICE_FILE
     from isaaclab_sysid.sim.friction import law_of_groups
 
     robot = load_robot("franka_panda")

@@ -33,7 +33,7 @@ import numpy as np
 from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.export.record import DrRecord
 from isaaclab_sysid.jobs.fit_job import FitArgs, FitError, run_fit
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.paths import LOGS_DIR, REAL_RUNS_DIR, REPO_ROOT
 from isaaclab_sysid.twin.demo import DEMO_FIT, DEMO_HELDOUT, DEMO_REPEAT, DEMO_RUNS
 from isaaclab_sysid.twin.params import load_twin_params
@@ -60,14 +60,14 @@ def check_against_truth(run_dir) -> bool:
     The noise floor is the fit's (``adequacy`` in sysid_best_params.json, measured with ``--noise_floor_from``):
     each run's own noise, RMS(q_A - q_B) / sqrt(2); the bar is 1.5x the RMS between the repeats, sqrt(2) x that.
     """
-    result = FitResult.read(run_dir / "sysid_best_params.json")
+    result = RunFolder(run_dir).read_result()
     a = result.adequacy
     if a is None or a.floor_source != "repeats":
         print(f"  FAIL  the fit did not measure its noise floor from the repeats (floor source: "
               f"{None if a is None else a.floor_source}); --noise_floor_from was not applied")
         return False
     floor_mrad, between_mrad = a.floor_mrad, a.floor_mrad * np.sqrt(2.0)
-    export = DrRecord.from_json(json.loads((run_dir / "export" / "sysid_dr.json").read_text()))
+    export = DrRecord.from_json(json.loads((RunFolder(run_dir).export_dir / "sysid_dr.json").read_text()))
     truth = truth_values()
     outside = []
     for e in result.space.entries():
@@ -80,7 +80,7 @@ def check_against_truth(run_dir) -> bool:
             outside.append(f"{e.label} truth {v:.4g} range {None if r is None else [r.lower, r.upper]}")
     hits = [h.label for h in result.at_bounds()]
     unflagged = [h for h in hits if h not in export.meta["unreliable"]]  # export/build.py always writes the section
-    ev = json.loads((run_dir / "eval_result.json").read_text())
+    ev = json.loads(RunFolder(run_dir).eval_result.read_text())
     held = ev["runs"][DEMO_HELDOUT]["fitted"]["q_rms_all_mrad"]
     checks = [
         (f"delay exact: fitted {result.delay} ticks, truth {int(truth['delay'][0])}", result.delay == int(truth["delay"][0])),
@@ -117,7 +117,7 @@ def main() -> int:
         real_csv=[str(REAL_RUNS_DIR / f"{n}.csv") for n in DEMO_FIT],
         heldout_csv=[str(REAL_RUNS_DIR / f"{DEMO_HELDOUT}.csv")],
         fit_groups=GROUPS, viscous_bounds=(0.0, 2.0), num_envs=16, max_iter=8, refine_iter=12, refine_delay_neighbours=1, substeps=2,
-        slew_limit=True, torque_clamp=True, log_dir=str(LOGS_DIR / "sysid_franka"),
+        slew_limit=True, torque_clamp=True, log_dir=str(LOGS_DIR / "sysid"),
         noise_floor_from=[(str(REAL_RUNS_DIR / f"{DEMO_HELDOUT}.csv"), str(REAL_RUNS_DIR / f"{DEMO_REPEAT}.csv"))],
     )
     try:

@@ -131,7 +131,7 @@ def main(args: Args) -> int:
         if args.usd:
             from isaaclab_sysid.export.build import check_exported_law
 
-            check_exported_law(ctx.space, "isaaclab")  # the USD variant is Isaac Lab's asset (also with --no_isaaclab)
+            check_exported_law(ctx.space, "usd")  # the USD variant holds joint properties (also with --no_isaaclab)
             paths["usd"] = _write_usd(ctx, out, args.physics)
         if args.mjcf:
             from isaaclab_sysid.export.build import export_mjcf
@@ -156,23 +156,24 @@ def main(args: Args) -> int:
 
 
 def _check_physics(ctx, args: Args) -> None:
-    """A static/dynamic friction fit needs --physics physx (Newton has one Coulomb level): refused before the
-    intervals are computed, with the command that works."""
+    """A static/dynamic friction fit's USD variant needs --physics physx (a Newton USD joint has one Coulomb level; the
+    module's actuator applies the Stribeck law on either engine): refused before the intervals are computed, with the
+    command that works."""
     from isaaclab_sysid.export.build import ExportError
 
     ratio = ctx.result.values.get("dynamic_ratio")
-    if args.physics == "newton" and "mu_static" in ctx.result.values and ratio is not None \
+    if args.usd and args.physics == "newton" and "mu_static" in ctx.result.values and ratio is not None \
             and any(abs(float(r) - 1.0) > 1e-9 for r in ratio):
         raise ExportError(f"{args.fit_dir}: the fit has static and dynamic friction (mu_static, dynamic_ratio != 1) and "
-                          "Newton has one Coulomb level: add --physics physx (python scripts/export_dr.py --fit_dir "
-                          f"{args.fit_dir} --physics physx), or fit the 'friction' group")
+                          "a Newton USD joint has one Coulomb level: add --physics physx for --usd (python "
+                          f"scripts/export_dr.py --fit_dir {args.fit_dir} --usd --physics physx), or fit the 'friction' group")
 
 
 def _write_usd(ctx, out, physics: str):
     """The fitted joint physics as the USD physics variant (export/usd_variant.py) of the fit's arm."""
     from isaaclab_sysid.export.build import ExportError
     from isaaclab_sysid.export.check import robot_of_fit
-    from isaaclab_sysid.fit.result import RESULT_FILE
+    from isaaclab_sysid.fit.run_folder import RESULT_FILE
 
     try:
         from isaaclab_sysid.export.usd_variant import write_physics_variant

@@ -1,6 +1,9 @@
 #!/usr/bin/env python
 """Fit per-joint armature, friction, viscous damping and the actuator delay by CMA-ES replay.
 
+This is the fit's documented name; ``scripts/fit.py`` is the same command under a name for every arm (a Franka, a
+UR, a servo arm or bench): both call ``isaaclab_sysid.jobs.fit_job.fit_cli``.
+
 Replays every recorded run (--real_csv) in a population of simulated arms under
 the run's own controller and gains, and moves the parameters to minimize
 
@@ -12,7 +15,7 @@ Then scores the best parameters against the nominal ones on the fit runs and on
 held-out runs (--heldout_csv), and writes a report. With --eval_params it skips
 the optimizer and only scores a given parameter file.
 
-Outputs go to <log_dir>/<timestamp>/: config.json, progress.csv,
+Outputs go to <log_dir>/<timestamp>/ (default logs/sysid/<timestamp>/): config.json, progress.csv,
 checkpoint_<iter>.json, sysid_best_params.json, eval_result.json,
 eval_rollout_<run>.csv, PNG plots and report.md.
 
@@ -24,16 +27,8 @@ Example (bundled runs, CPU):
 
 from __future__ import annotations
 
-
-import tyro
-
-from isaaclab_sysid.jobs.fit_job import FitArgs, main_from_args
+from isaaclab_sysid.jobs.fit_job import fit_cli
 from isaaclab_sysid.utils.cli import run_cli
 
-
-def main(argv: list[str] | None = None) -> int:
-    return main_from_args(tyro.cli(FitArgs, args=argv, use_underscores=True))
-
-
 if __name__ == "__main__":
-    run_cli(main)
+    run_cli(fit_cli)

@@ -68,7 +68,8 @@ def test_the_flag_reaches_the_problem_and_the_result_file(tmp_path):
 
     from isaaclab_sysid.fit.config import FitArgs
     from isaaclab_sysid.fit.problem import build_problem
-    from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
+    from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.fit.run_folder import RESULT_FILE
     from isaaclab_sysid.jobs.fit_job import run_fit
 
     csv = sorted(str(p) for p in (Path(__file__).resolve().parents[1] / "data" / "real_runs").glob("*.csv"))[:1]

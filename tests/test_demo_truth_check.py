@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.export.record import DelayRow, DrRecord, SpanRow
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.fit.adequacy_record import Adequacy
 from isaaclab_sysid.fit.param_space import ParamSpace
 from isaaclab_sysid.fit.result import FitResult
@@ -40,7 +41,7 @@ def _fit_dir(tmp_path, demo, widen=None, held_mrad=0.01, unreliable=None, bounds
     result = FitResult(space=space, best_x=space.normalize(values), values=values, best_score=0.0, run_names=["a"],
                        weighted_loss=np.zeros(1), traj_weights=np.ones(1), adequacy=adequacy)
     tmp_path.mkdir(parents=True, exist_ok=True)
-    result.write(tmp_path)
+    RunFolder(tmp_path).write_result(result)
     ranges, labels = {}, {}
     for e in space.entries():
         v = float(truth[e.group][0 if e.joint is None else space.joint_names.index(e.joint)])

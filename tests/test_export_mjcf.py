@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.data.formats.csv_run import write_run
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.data.run import ImpedanceLaw
 from isaaclab_sysid.export import mjcf
 from isaaclab_sysid.export.build import ExportError, FitContext, export_mjcf
@@ -92,7 +93,7 @@ def _fit_dir(tmp: Path, robot_name: str, values: dict, groups: str, runs, heldou
     x = space.normalize({k: np.asarray(v) for k, v in values.items()})
     result = FitResult.from_search(space, x, 0.0, run_names=[r.name for r in runs], weighted_loss=np.zeros(len(runs)),
                                    traj_weights=np.ones(len(runs)))
-    result.write(d)
+    RunFolder(d).write_result(result)
     write_config(d, args.to_dict())
     return d
 

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.export.build import FitContext, export
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.export.isaaclab_module import friction_term_params
 from isaaclab_sysid.export.neutral import to_yaml
 from isaaclab_sysid.export.record import DrRecord
@@ -45,7 +46,7 @@ def _fit_dir(tmp_path: Path) -> Path:
                                    search=SearchDistribution(x.copy(), 0.01, np.eye(space.dim)))
     d = tmp_path / "fit"
     d.mkdir()
-    result.write(d)
+    RunFolder(d).write_result(result)
     ivs = []
     for e in space.entries():
         if e.group == "delay":

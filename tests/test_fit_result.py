@@ -11,6 +11,7 @@ from conftest import make_run
 from test_fit_fakes import FakeBackend
 
 from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.fit import BestSoFar, CmaesFit, CmaesSettings, FitResult, ParamSpace
 from isaaclab_sysid.fit.jacobian import stencil
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS
@@ -37,7 +38,7 @@ def test_result_round_trips_through_its_json_and_keeps_the_franka_tooling_keys(t
     # the keys the Franka tooling's apply_sysid_params.py reads
     assert isinstance(js["best_score"], float) and isinstance(js["best_params_decoded"]["motor_delay_steps"], int)
     assert len(js["best_params_decoded"]["armature"]) == 7
-    back = FitResult.read(res.write(tmp_path))
+    back = FitResult.read(RunFolder(tmp_path).write_result(res))
     assert back.to_json() == res.to_json()
     assert back.space.labels()[0] == "armature[panda_joint1]"
     assert back.by_joint("friction")["panda_joint3"] == pytest.approx(float(res.values["friction"][2]))

@@ -16,9 +16,11 @@ pytest.importorskip("isaaclab_sysid.twin.recorder")
 from isaaclab_sysid.benchmarking.peers import twin  # noqa: E402
 from isaaclab_sysid.data import write_run  # noqa: E402
 from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
-from isaaclab_sysid.fit.result import RESULT_FILE, FitResult  # noqa: E402
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.run_folder import RESULT_FILE  # noqa: E402
 from isaaclab_sysid.jobs.fit_job import run_fit  # noqa: E402
-from isaaclab_sysid.jobs.law_choice import LAW_CHOICE_FILE, ChannelStats, bic_of, parse_laws  # noqa: E402
+from isaaclab_sysid.fit.run_folder import LAW_CHOICE_FILE
+from isaaclab_sysid.jobs.law_choice import ChannelStats, bic_of, parse_laws  # noqa: E402
 from isaaclab_sysid.robots import load_robot  # noqa: E402
 from isaaclab_sysid.twin.demo import joint_target  # noqa: E402
 from isaaclab_sysid.twin.recorder import record_twin  # noqa: E402

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.rigid_body.clie.starts import joint_start_from_fit
 from isaaclab_sysid.rigid_body.fit_seed import joint_terms_from_rb_params
@@ -28,7 +29,7 @@ def test_a_static_friction_fit_starts_coulomb_friction_at_its_dynamic_level(tmp_
     vals = {"armature": np.array([0.1, 0.2, 0.3]), "viscous": np.array([0.5, 0.4, 0.3]), "delay": 2,
             "mu_static": np.array([1.0, 2.0, 3.0]), "dynamic_ratio": np.array([0.5, 0.25, 0.8])}
     res = _result(("armature", "viscous", "delay", "mu_static", "dynamic_ratio"), vals)
-    res.write(tmp_path)
+    RunFolder(tmp_path).write_result(res)
     start = joint_start_from_fit(tmp_path, NAMES)  # a fit folder
     np.testing.assert_allclose(start.friction, res.values["mu_static"] * res.values["dynamic_ratio"])
     np.testing.assert_allclose(start.armature, res.values["armature"])

@@ -47,9 +47,13 @@ BUDGETS: dict[str, list[str]] = {
     "identify_rigid_body.py": ["--audit-grid", "2", "--audit-uniform", "100", "--audit-dense", "50", "--seeds", "0",
                                "--no-plots"],
     "sysid_franka_osc.py": ["--max_iter", "2", "--refine_iter", "2", "--num_envs", "8", "--no_plots"],
+    "fit.py": ["--max_iter", "2", "--refine_iter", "2", "--num_envs", "8", "--no_plots"],
     "refine_inertials.py": ["--passes", "1", "--max-iter", "2", "--restarts", "0", "--audit-grid", "2",
                             "--audit-uniform", "100", "--audit-dense", "50", "--seeds", "0", "--threads", "2"],
 }
+
+#: the fit's two names (scripts/fit.py for every arm, scripts/sysid_franka_osc.py the documented one)
+FIT_SCRIPTS = ("fit.py", "sysid_franka_osc.py")
 
 #: flags whose value is where a command writes (not an input that an earlier step must have made)
 OUTPUT_FLAGS = {"--out", "--out-dir", "--out_dir", "--log_dir", "--split_out"}
@@ -102,7 +106,7 @@ def substitute(argv: list[str], tmp: Path, fit_dir: Path | None, bag: tuple[Path
             continue
         if "<ts>" in tok:
             assert fit_dir is not None, f"{tok}: no fit folder yet (the README names <ts> before a fit ran)"
-            tok = tok.replace("logs/sysid_franka/<ts>", str(fit_dir))
+            tok = tok.replace("logs/sysid/<ts>", str(fit_dir))
         if tok.startswith("logs/"):
             tok = str(tmp / tok)
         out.append(tok)
@@ -137,10 +141,10 @@ def test_every_readme_workflow_command_runs_on_the_bundled_runs(tmp_path):
             args += BUDGETS.get(script, [])
         if script.startswith("gen_") and "--out" not in args:  # designs go to the test's folder, not the checkout's logs/
             args += ["--out", str(tmp_path / "logs" / "targets")]
-        if script == "sysid_franka_osc.py" and "--eval_params" not in args:
-            args += ["--log_dir", str(tmp_path / "logs" / "sysid_franka")]
+        if script in FIT_SCRIPTS and "--eval_params" not in args:
+            args += ["--log_dir", str(tmp_path / "logs" / "sysid")]
         _inputs_exist(args, tmp_path)
-        before = set((tmp_path / "logs" / "sysid_franka").glob("*"))
+        before = set((tmp_path / "logs" / "sysid").glob("*"))
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, str(ROOT / argv[1]), *args], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=900)
@@ -149,8 +153,8 @@ def test_every_readme_workflow_command_runs_on_the_bundled_runs(tmp_path):
                                       f"{shlex.join(args)}\n--- stdout tail\n{proc.stdout[-3000:]}\n"
                                       f"--- stderr tail\n{proc.stderr[-3000:]}")
         ran.append(cmd)
-        new = sorted(set((tmp_path / "logs" / "sysid_franka").glob("*")) - before)
-        if script == "sysid_franka_osc.py" and "--replay" not in args and "--eval_params" not in args:
+        new = sorted(set((tmp_path / "logs" / "sysid").glob("*")) - before)
+        if script in FIT_SCRIPTS and "--replay" not in args and "--eval_params" not in args:
             assert len(new) == 1, f"the fit wrote {len(new)} folders: {new}"
             fit_dir = new[0]
             assert (fit_dir / "sysid_best_params.json").is_file(), sorted(p.name for p in fit_dir.iterdir())

@@ -35,6 +35,7 @@ CASES: dict[str, list[str]] = {
     "refine_inertials.py": ["--rb_params", "/nonexistent/rb_params.json", "--runs", MISSING, "--delay", "2", "--out", "{tmp}"],
     "seed_fit.py": ["--rb_params", "/nonexistent/rb_params.json", "--out", "{tmp}/seed.json"],
     "sysid_franka_osc.py": ["--real_csv", "{bad}", "--log_dir", "{tmp}"],
+    "fit.py": ["--real_csv", "{bad}", "--log_dir", "{tmp}"],
     "track_friction.py": [MISSING, "--out", "{tmp}"],
     "validate_runs.py": [],  # a file that fails is a result (FAIL <file> on stdout, exit 1); no file is the error
 }

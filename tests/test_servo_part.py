@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.data.formats.csv_run import write_run
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.export.build import EXPORTED_MOTOR_LAWS, ExportError, FitContext, check_exported_law, \
     export_mjcf, export_servo_part
 from isaaclab_sysid.export.servo_part import ServoPartError, dc_motor_holds, dc_motor_params, servo_model_of
@@ -204,7 +205,7 @@ def _servo_fit_dir(tmp: Path, values: dict, groups: str, name: str = "fit") -> P
     x = space.normalize({k: np.asarray(v) for k, v in values.items()})
     result = FitResult.from_search(space, x, 0.0, run_names=["servo_steps"], weighted_loss=np.zeros(1),
                                    traj_weights=np.ones(1))
-    result.write(d)
+    RunFolder(d).write_result(result)
     write_config(d, args.to_dict())
     return d
 

@@ -40,8 +40,8 @@ from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
 from isaaclab_sysid.utils.atomic import atomic_path, atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable
+from isaaclab_sysid.fit.run_folder import EVAL_RESULT_FILE, eval_rollout_name
 
-EVAL_RESULT_FILE = "eval_result.json"
 
 #: What stands in the baseline column of a run that states no servo gains (module docstring: why).
 NO_BASELINE = "no baseline: the runs state no gains"
@@ -193,7 +193,7 @@ def write_eval_outputs(out_dir: str | Path, runs: Sequence[Run], result: EvalRes
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for run, ro in zip(runs, result.rollouts):
-        p = out / f"eval_rollout_{run.name}.csv"
+        p = out / eval_rollout_name(run.name)
         with atomic_path(p) as tmp:
             rollout_frame(run, ro, 1).to_csv(tmp, index=False, float_format="%.9g")
         paths.append(p)

@@ -18,8 +18,8 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.heldout import NO_BASELINE
 from isaaclab_sysid.evaluate.report import Section, Table
 from isaaclab_sysid.utils.atomic import atomic_write_text
+from isaaclab_sysid.fit.run_folder import HTML_FILE
 
-HTML_FILE = "report.html"
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }

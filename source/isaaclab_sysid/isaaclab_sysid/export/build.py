@@ -18,13 +18,14 @@ from isaaclab_sysid.export.mjcf import MjcfCheck
 from isaaclab_sysid.export.neutral import write_neutral
 from isaaclab_sysid.export.record import DelayRow, DrRecord, MassRow, SpanRow
 from isaaclab_sysid.export.ranges import RangePolicy, make_ranges
-from isaaclab_sysid.intervals.combine import INTERVALS_FILE, IntervalReport, compute_all, read_intervals, write_intervals
+from isaaclab_sysid.intervals.combine import IntervalReport, compute_all, read_intervals, write_intervals
 from isaaclab_sysid.intervals.omitted import OMITTED_GROUPS
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.param_space import GROUPS, ParamSpace
 from isaaclab_sysid.fit.problem import FitProblem, build_problem
-from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.run_folder import CONFIG_FILE, INTERVALS_FILE, RESULT_FILE
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.sim.friction import law_of_groups
 from isaaclab_sysid.sim.servo import MOTOR_GROUPS
@@ -53,8 +54,8 @@ class FitContext:
         d = Path(fit_dir)
         rp = d / RESULT_FILE
         if not rp.is_file():
-            raise ExportError(f"{d}: no {RESULT_FILE} (give the folder a fit wrote, e.g. logs/sysid_franka/<time>)")
-        cp = d / "config.json"
+            raise ExportError(f"{d}: no {RESULT_FILE} (give the folder a fit wrote, e.g. logs/sysid/<time>)")
+        cp = d / CONFIG_FILE
         config = read_json(cp, "fit config") if cp.is_file() else None
         args = FitArgs.from_dict(config["args"]) if config else None
         body = read_json(rp, "parameters")
@@ -188,19 +189,30 @@ def build_dr_record(result: FitResult, rep: IntervalReport, policy: RangePolicy,
     return record, warns
 
 
-#: the friction laws each export carries exactly as fitted (sim/friction.py); any other is refused, never reduced
-EXPORTED_LAWS = {"isaaclab": ("coulomb", "stribeck"), "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
+#: the friction laws each export carries exactly as fitted (sim/friction.py); any other is refused, never reduced.
+#: Isaac Lab: Coulomb as the joint's friction, the others by the generated module's SysidFrictionActuator (Stribeck's
+#: budget written as the joint friction every physics step, the sigmoid's and Dahl's torque added to the effort); the
+#: USD variant holds joint properties only: Coulomb, and Stribeck with its Gaussian shape as PhysX's two levels
+EXPORTED_LAWS = {"isaaclab": ("coulomb", "stribeck", "sigmoid", "dahl"), "usd": ("coulomb", "stribeck"),
+                 "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
 #: the friction laws each export writes exactly beside the servo motor model (motor_kt, motor_r): Isaac Lab's DC motor
 #: with the joint's constant friction (export/servo_part.py), MJCF's driver with every law
-EXPORTED_MOTOR_LAWS = {"isaaclab": ("coulomb",), "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
+EXPORTED_MOTOR_LAWS = {"isaaclab": ("coulomb",), "usd": ("coulomb",), "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
+#: why an export cannot carry a law (target, law) -> the reason, said in the refusal's one line
+WHY_NOT = {
+    ("isaaclab", "load"): "its budget needs the gravity and Coriolis torque through each joint every physics step, and "
+                          "Isaac Lab's articulation data gives the gravity torque only (no Coriolis term)",
+    ("usd", "sigmoid"): "a USD joint holds friction levels, not a torque law: the Isaac Lab module's actuator applies it",
+    ("usd", "dahl"): "a USD joint holds friction levels, not a bristle state: the Isaac Lab module's actuator applies it",
+    ("usd", "load"): "a USD joint holds friction levels, not a load-dependent budget",
+}
 
 
 def check_exported_law(space: ParamSpace, target: str) -> None:
-    """Refuse a fit whose friction law the ``target`` export ("isaaclab" or "mjcf") would not run as fitted.
+    """Refuse a fit whose friction law the ``target`` export ("isaaclab", "usd" or "mjcf") would not run as fitted.
 
     Raises:
-        ExportError: the law is not one the export writes, or a fitted Stribeck shape exponent (the exports apply
-            exp(-(v/vs)^2)); one line naming the law and what to do.
+        ExportError: one line naming the law, why the export cannot carry it and what to do.
     """
     motor = [g for g in MOTOR_GROUPS if g in space.group_names]
     law = law_of_groups(space.group_names)
@@ -209,16 +221,16 @@ def check_exported_law(space: ParamSpace, target: str) -> None:
                           "model any export writes")
     if motor and law.name not in EXPORTED_MOTOR_LAWS[target]:
         raise ExportError(f"the fit's servo motor model carries the {law.name} friction law, which the {target} export "
-                          f"does not apply with it ({target}: {', '.join(EXPORTED_MOTOR_LAWS[target])}): the exported "
-                          "model would be a reduced one; refit with the Coulomb law to export (docs/servo_arms.md)")
-    law = law_of_groups(space.group_names)
+                          f"does not apply with it ({target}: {', '.join(EXPORTED_MOTOR_LAWS[target])}; the DC-motor "
+                          "actuator carries no friction law): the exported model would be a reduced one; refit with the "
+                          "Coulomb law, or export it with --mjcf (docs/servo_arms.md)")
     if law.name not in EXPORTED_LAWS[target]:
-        raise ExportError(f"the fit used the {law.name} friction law, which the {target} export does not apply yet: "
-                          f"the exported model would be a reduced one; refit with the Coulomb or stribeck law to export "
-                          f"(docs/friction.md)")
-    if "stribeck_shape" in space.group_names and target == "isaaclab":
-        raise ExportError(f"the fit's Stribeck shape exponent (stribeck_shape) is not applied by the {target} export, "
-                          f"which writes exp(-(v/vs)^2): refit without stribeck_shape to export (docs/friction.md)")
+        why = WHY_NOT.get((target, law.name), "it has no term for it")
+        raise ExportError(f"the fit used the {law.name} friction law, which the {target} export cannot apply as fitted: "
+                          f"{why}; export it with --mjcf, or refit with another law (docs/friction.md)")
+    if "stribeck_shape" in space.group_names and target == "usd":
+        raise ExportError("the fit's Stribeck shape exponent (stribeck_shape) is not held by the USD variant, whose "
+                          "joints keep two friction levels: the Isaac Lab module's actuator applies it (docs/friction.md)")
 
 
 def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: RangePolicy, rb_params: str | None = None,
@@ -254,7 +266,8 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
     except ExportError as exc:  # no config.json to name the arm: the module keeps the asset's own effort limits
         effort = None
         warns.append(f"servo: no actuator_effort_limit written ({exc})")
-    src, w2 = generate_module(record, asset_name, viscous, physics_dt, physics, effort, families)
+    src, w2 = generate_module(record, asset_name, viscous, physics_dt, physics, effort, families,
+                              stribeck_velocity=None if ctx.args is None else ctx.args.params.stribeck_velocity)
     warns += w2
     record.meta["warnings"] = warns
     record.meta["isaaclab"] = {"asset_name": asset_name, "viscous": viscous, "physics_dt": physics_dt, "physics": physics}

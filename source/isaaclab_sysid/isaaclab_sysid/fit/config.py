@@ -274,8 +274,9 @@ class OutputConfig:
 
     save_interval: int = 5
     """Write checkpoint_<iter>.json every this many generations (and at the end)."""
-    log_dir: str = "logs/sysid_franka"
-    """Folder under which each fit writes <timestamp>/ with all outputs."""
+    log_dir: str = "logs/sysid"
+    """Folder under which each fit writes <timestamp>/ with all outputs (before this release: logs/sysid_franka; give
+    --log_dir logs/sysid_franka to keep writing there)."""
     resume: str | None = None
     """Resume the fit in this output folder from its newest checkpoint (its config.json supplies every other option)."""
     eval_params: str | None = None

@@ -1,10 +1,9 @@
-"""Fit outputs, all written atomically: config.json and progress.csv (sysid_best_params.json: fit/result.py)."""
+"""Fit outputs, all written atomically: config.json and progress.csv (their names and the folder: fit/run_folder.py)."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import platform
 import subprocess
 import sys
@@ -15,26 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from isaaclab_sysid.fit.optimizer import GenerationRecord
+from isaaclab_sysid.fit.run_folder import CONFIG_FILE, PROGRESS_FILE
 from isaaclab_sysid.paths import REPO_ROOT
 from isaaclab_sysid.utils.atomic import atomic_write_json, atomic_write_text
 from isaaclab_sysid.utils.json_io import jsonable
 
-CONFIG_FILE = "config.json"
-PROGRESS_FILE = "progress.csv"
 _PACKAGES = ("isaaclab_sysid", "numpy", "cma", "mujoco", "pin", "pandas", "tyro", "matplotlib", "isaaclab", "wandb")
-
-
-def new_run_dir(log_root: str | Path, now: datetime | None = None) -> Path:
-    """A fresh ``<log_root>/<YYYY-mm-dd_HH-MM-SS>`` folder (a suffix keeps it unique)."""
-    stamp = (now or datetime.now()).strftime("%Y-%m-%d_%H-%M-%S")
-    root = Path(log_root)
-    path = root / stamp
-    k = 1
-    while path.exists():
-        path = root / f"{stamp}_{k}"
-        k += 1
-    path.mkdir(parents=True)
-    return path
 
 
 def package_versions() -> dict[str, str | None]:
@@ -75,10 +60,6 @@ def write_config(run_dir: str | Path, args: Mapping[str, Any], extra: Mapping[st
         obj.update(jsonable(dict(extra)))
     atomic_write_json(path, obj)
     return path
-
-
-def read_config(run_dir: str | Path) -> dict:
-    return json.loads((Path(run_dir) / CONFIG_FILE).read_text(encoding="utf-8"))
 
 
 def write_progress(run_dir: str | Path, history: Sequence[GenerationRecord], run_names: Sequence[str]) -> Path:

@@ -26,7 +26,8 @@ from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.armature_bound import armature_spec, describe_armature
 from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
 from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
-from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.run_folder import CONFIG_FILE, RESULT_FILE, RunFolder
 from isaaclab_sysid.fit import torque_replay
 from isaaclab_sysid.fit.state_age_source import resolve_state_age
 from isaaclab_sysid.robots import Robot, load_robot
@@ -257,11 +258,11 @@ def params_file(flag: str, spec: str) -> str:
     p = Path(spec)
     if not p.is_dir():
         return spec
-    f = p / RESULT_FILE
-    if f.is_file():
-        return str(f)
-    ckpts = sorted(p.glob("checkpoint_*.json"))
-    hint = f" (it has {len(ckpts)} checkpoint_<iter>.json: give one, e.g. {ckpts[-1]})" if ckpts else ""
+    folder = RunFolder(p)
+    if folder.result.is_file():
+        return str(folder.result)
+    ckpts = folder.checkpoints()
+    hint = f" (it has {len(ckpts)} checkpoint_<iter>.json: give one, e.g. {ckpts[-1][1]})" if ckpts else ""
     raise FitError(f"{flag} {spec}: a folder without {RESULT_FILE}{hint}; give a sysid_best_params.json, a "
                    "checkpoint_<iter>.json, or a fit's output folder that holds one")
 
@@ -372,7 +373,7 @@ def _window_model(args: FitArgs, space: ParamSpace, log: Callable[[str], None]) 
     if spec is None or args.replay.window_s is not None:
         return start_point(args.search.x0, space)
     f = Path(params_file("--eval_params", str(spec)))
-    cfg = f.parent / "config.json"
+    cfg = f.parent / CONFIG_FILE
     try:
         w = json.loads(cfg.read_text(encoding="utf-8"))["args"]["replay"]["window_s"] if cfg.is_file() else None
     except (OSError, ValueError, KeyError, TypeError):

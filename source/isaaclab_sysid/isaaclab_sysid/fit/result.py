@@ -19,10 +19,8 @@ import numpy as np
 from isaaclab_sysid.fit.adequacy_record import Adequacy
 from isaaclab_sysid.fit.loss import LossWeights
 from isaaclab_sysid.fit.param_space import BoundHit, ParamSpace
-from isaaclab_sysid.utils.atomic import atomic_write_json
-from isaaclab_sysid.utils.json_io import jsonable, read_json
+from isaaclab_sysid.utils.json_io import read_json
 
-RESULT_FILE = "sysid_best_params.json"
 
 
 @dataclass(frozen=True)
@@ -289,12 +287,6 @@ class FitResult:
             for lab in self.space.labels():
                 out[lab] = (out[lab] + "; " if lab in out else "") + "fitted under a misfit (see adequacy)"
         return out
-
-    def write(self, run_dir: str | Path) -> Path:
-        """Write ``<run_dir>/sysid_best_params.json`` atomically."""
-        path = Path(run_dir) / RESULT_FILE
-        atomic_write_json(path, jsonable(self.to_json()))
-        return path
 
     @classmethod
     def read(cls, path: str | Path, space: ParamSpace | None = None, joint_names: Sequence[str] | None = None) -> "FitResult":

@@ -60,7 +60,6 @@ from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable, read_json
 
-INTERVALS_FILE = "intervals.json"
 INTERVALS_SCHEMA = "isaaclab_sysid.intervals/1"
 METHODS = ("curvature", "bootstrap", "per_run", "cma")
 SELECTABLE = ("curvature", "bootstrap", "widest")

@@ -36,14 +36,14 @@ from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.fast_path import FastPathSettings
 from isaaclab_sysid.fit.loss import DIVERGENCE_PENALTY
 from isaaclab_sysid.fit.optimizer import CmaesSettings
-from isaaclab_sysid.fit.outputs import new_run_dir, read_config, write_config
+from isaaclab_sysid.fit.outputs import write_config
 from isaaclab_sysid.fit.problem import FitProblem, build_problem, params_file, seed_from_parts, start_point
-from isaaclab_sysid.fit.result import RESULT_FILE, FitResult
+from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.run_folder import EVAL_SUFFIX, MODEL_CHOICE_FILE, RESULT_FILE, RunFolder
 from isaaclab_sysid.fit.search import Search, SearchSettings
 from isaaclab_sysid.fit.tracking import WandbLog
 from isaaclab_sysid.jobs.assessment import assess_fit
 from isaaclab_sysid.jobs.model_choice import (
-    CHOICE_FILE,
     FrictionChoice,
     decide,
     not_applicable,
@@ -61,10 +61,9 @@ def resumed_args(args: FitArgs) -> FitArgs:
     """With ``--resume DIR``: the options of ``DIR/config.json`` (``--quiet`` and the cluster flags: this command's)."""
     if not args.output.resume:
         return args
-    resume_dir = Path(args.output.resume)
-    if not (resume_dir / "config.json").is_file():
-        raise FitError(f"--resume {resume_dir}: no config.json there (not a fit folder)")
-    raw = read_config(resume_dir)["args"]
+    folder = RunFolder.of_fit(args.output.resume, "--resume")
+    resume_dir = folder.path
+    raw = folder.raw_args()
     saved = FitArgs.from_dict(raw)
     if "strategy" not in raw.get("search", raw):  # a folder from before --strategy existed: a CMA-ES fit
         saved.search.strategy = "cmaes"
@@ -97,7 +96,7 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
         search, result, law = _auto_law(args, problem, search, result, coulomb, run_dir, log)
         if law is not None and law.chosen != law.base:
             test = None  # the score test is of the Coulomb model
-    path = result.write(run_dir)
+    path = RunFolder(run_dir).write_result(result)
     log(f"best loss {result.best_score:.6g}; wrote {path}")
     log("  " + result.summary_line())
     _evaluate_and_report(args, problem, result, run_dir, search.cmaes.state.history, log,
@@ -132,10 +131,10 @@ def _auto_friction(args: FitArgs, problem: FitProblem, search: Search, coulomb: 
         choice = (decide(coulomb, test, float(static.best_score), margin) if not _diverged(static) else
                   FrictionChoice(groups, groups, False, "the static refit diverged: kept Coulomb"))
     log(choice.line())
-    atomic_write_json(run_dir / CHOICE_FILE, choice.to_json())
+    atomic_write_json(RunFolder(run_dir).model_choice, choice.to_json())
     if not choice.static:
         return search, coulomb, choice, test
-    coulomb.write(_mkdir(run_dir / "coulomb"))
+    RunFolder(_mkdir(run_dir / "coulomb")).write_result(coulomb)
     return refit, static, choice, None
 
 
@@ -226,10 +225,10 @@ def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResul
               "no law lowers the BIC on the fit runs")
     choice = lc.LawChoice(base_name, chosen, n, n_eff, scores, reason)
     log(choice.line())
-    atomic_write_json(run_dir / lc.LAW_CHOICE_FILE, choice.to_json())
+    atomic_write_json(RunFolder(run_dir).law_choice, choice.to_json())
     if chosen == base_name:
         return search, base, choice
-    base.write(_mkdir(run_dir / base_name))
+    RunFolder(_mkdir(run_dir / base_name)).write_result(base)
     return answer[0], answer[1], choice
 
 
@@ -268,7 +267,7 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None], run_
         run_dir = Path(args.output.resume)
         search = Search.resumed(problem, settings, run_dir, log)
     else:
-        run_dir = new_run_dir(args.output.log_dir)
+        run_dir = RunFolder.new(args.output.log_dir).path
         write_config(run_dir, args.to_dict(), {"param_space": problem.space.describe(),
                                                "robot": problem.robot.name, "ee_frame": problem.robot.ee_frame,
                                                "runs": [str(r.source) for r in problem.runs],
@@ -313,7 +312,7 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
     CMA-ES generations of the answer's search, empty when none ran; ``choice``/``test``: ``--fit_groups auto``'s)."""
     t0 = time.perf_counter()
     all_runs = problem.all_runs
-    ev = evaluate_params(problem.backend, result, all_runs, problem.weights, source=str(run_dir / RESULT_FILE))
+    ev = evaluate_params(problem.backend, result, all_runs, problem.weights, source=str(RunFolder(run_dir).result))
     write_eval_outputs(run_dir, all_runs, ev)
     fit_ev, held_ev = ev.split(len(problem.runs))
     log(ev.table(result.space.joint_names))
@@ -325,7 +324,7 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
                                backend_windows(problem.backend, problem.runs))
     result.adequacy = assess_fit(problem.backend, result, all_runs, ev.rollouts, len(problem.runs), problem.robot,
                                  floor, ages, friction_test=test)
-    result.write(run_dir)
+    RunFolder(run_dir).write_result(result)
     log(f"model adequacy: {result.adequacy.verdict}")
     for m in result.adequacy.messages:
         log(f"  {m}")
@@ -337,7 +336,7 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
         if history:  # empty when the fast strategy never fell back to CMA-ES
             pngs.append(plot_convergence(history, result.run_names, run_dir / "convergence.png"))
         pngs += plot_evaluation(run_dir, all_runs, ev, result.space.joint_names, backend_windows(problem.backend, all_runs))
-    context = _context(args, problem) + ([f"friction model: `{choice.line()}` ({CHOICE_FILE})"] if choice else [])
+    context = _context(args, problem) + ([f"friction model: `{choice.line()}` ({MODEL_CHOICE_FILE})"] if choice else [])
     sections = fit_sections(result, fit_ev, held_ev, wall_s_so_far + time.perf_counter() - t0, context)
     sections += _window_sections(windows, result.space.joint_names)
     report = write_report(run_dir, sections, pngs)
@@ -348,9 +347,6 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
         log(f"report: {report} and {write_html_report(run_dir, 'System identification report', sections, figs)}")
     else:
         log(f"report: {report}")
-
-
-WINDOW_SCORES_FILE = "window_scores.json"
 
 
 def _window_comparisons(backend, runs, ev: EvalResult, n_fit: int, labels: tuple[str, ...], out: Path,
@@ -372,7 +368,7 @@ def _window_comparisons(backend, runs, ev: EvalResult, n_fit: int, labels: tuple
         for line in c.lines(joint_names):
             log(line)
     if out_list:
-        atomic_write_json(out / WINDOW_SCORES_FILE, {"comparisons": [c.to_json() for c in out_list],
+        atomic_write_json(RunFolder(out).window_scores, {"comparisons": [c.to_json() for c in out_list],
                                                      "note": "window RMS of q and qd per model; 'common': the "
                                                              "windows where every model stayed finite"})
     return out_list
@@ -411,8 +407,7 @@ def _eval_only(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -
         ev: EvalResult = evaluate_params(problem.backend, result, problem.all_runs, problem.weights, source=str(path))
     except (OSError, ValueError, KeyError) as exc:
         raise FitError(f"--eval_params {path}: {exc}") from None
-    out = new_run_dir(args.output.log_dir)
-    out = out.rename(out.with_name(out.name + "_eval"))
+    out = RunFolder.new(args.output.log_dir, suffix=EVAL_SUFFIX).path
     write_config(out, args.to_dict())
     write_eval_outputs(out, problem.all_runs, ev)
     joint_names = problem.space.joint_names
@@ -422,7 +417,7 @@ def _eval_only(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -
     pngs = plot_evaluation(out, problem.all_runs, ev, joint_names, backend_windows(problem.backend, problem.all_runs)) \
         if args.output.plots else []
     report = eval_report(out, ev, joint_names, pngs, _window_sections(windows, joint_names))
-    log(f"wrote {out / 'eval_result.json'} and eval_rollout_<run>.csv; report: {report}")
+    log(f"wrote {RunFolder(out).eval_result} and eval_rollout_<run>.csv; report: {report}")
     return out
 
 
@@ -439,4 +434,12 @@ def main_from_args(args: FitArgs) -> int:
     return 0
 
 
-__all__ = ["FitArgs", "FitError", "main_from_args", "run_fit"]
+def fit_cli(argv: list[str] | None = None) -> int:
+    """The fit's command line (``scripts/fit.py`` and its documented alias ``scripts/sysid_franka_osc.py``): parse
+    ``FitArgs`` with tyro from ``argv`` (default: ``sys.argv[1:]``) and run; returns the exit status."""
+    import tyro
+
+    return main_from_args(tyro.cli(FitArgs, args=argv, use_underscores=True))
+
+
+__all__ = ["FitArgs", "FitError", "fit_cli", "main_from_args", "run_fit"]

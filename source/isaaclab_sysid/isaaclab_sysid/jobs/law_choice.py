@@ -40,8 +40,6 @@ from isaaclab_sysid.intervals.curvature import IntervalError, sensitivity
 from isaaclab_sysid.residual_stats import autocorr_inflation
 from isaaclab_sysid.sim.friction import LAWS, law_of_groups
 
-#: the file beside ``sysid_best_params.json`` that records the law step
-LAW_CHOICE_FILE = "friction_law_auto.json"
 #: the laws ``--fit_groups auto`` weighs against the Coulomb / static answer by default
 AUTO_LAWS = ("sigmoid", "load", "dahl")
 #: the groups that are a model's dry friction (replaced by a candidate law's)

@@ -34,8 +34,6 @@ from isaaclab_sysid.fit.problem import FitProblem
 from isaaclab_sysid.fit.result import FitResult
 from isaaclab_sysid.sim.shooting import is_torque_run
 
-#: the file beside ``sysid_best_params.json`` that records the choice
-CHOICE_FILE = "fit_groups_auto.json"
 #: the groups that replace Coulomb ``friction`` when the data ask for static friction
 STATIC_GROUPS = ("mu_static", "dynamic_ratio")
 

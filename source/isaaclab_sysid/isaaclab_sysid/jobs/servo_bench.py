@@ -20,6 +20,7 @@ from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.problem import build_problem
 from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.importers.run_import import import_runs
 from isaaclab_sysid.jobs.fit_job import run_fit
 
@@ -93,7 +94,7 @@ def fit_and_score(raw_dir: str | Path, fit_kp: Sequence[float], heldout_kp: Sequ
         flags.update(fit_groups=QUICK_GROUPS, refine_iter=15)
     args = FitArgs.build(**flags)
     run_dir = run_fit(args, log)
-    result = FitResult.read(Path(run_dir) / "sysid_best_params.json")
+    result = RunFolder(Path(run_dir)).read_result()
     eval_args = FitArgs.build(**{**flags, "fit_groups": ",".join(result.space.group_names)})
     maes = position_mae(result, eval_args)
     held_names = {r.name for r in held}

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.importers.run_import import import_runs
+from isaaclab_sysid.intervals.combine import read_intervals
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.twin.servo_motor import TRAJECTORIES, XL330_TRUTH, MotorTruth, record_bench_log
 from isaaclab_sysid.utils.atomic import atomic_write_json
@@ -197,10 +199,9 @@ def heldout_mae(fit_dir: Path, heldout_csv: Sequence[str]) -> dict[str, float]:
 
 def judge(fit_dir: str | Path, heldout_csv: Sequence[str], truth: MotorTruth = XL330_TRUTH) -> MotorVerdict:
     """Read a fit folder (``intervals.json``, ``friction_law_auto.json``, ``eval_result.json``) and judge it."""
-    fit_dir = Path(fit_dir)
-    ivs = json.loads((fit_dir / "intervals.json").read_text())
-    law_file = fit_dir / "friction_law_auto.json"
-    law = json.loads(law_file.read_text()).get("chosen") if law_file.is_file() else None
+    folder = RunFolder(Path(fit_dir))
+    ivs = read_intervals(folder.intervals).to_dict()
+    law = json.loads(folder.law_choice.read_text()).get("chosen") if folder.law_choice.is_file() else None
     notes = [w for w in ivs.get("warnings", [])]
     return MotorVerdict(judge_intervals(ivs, truth, law), law, heldout_mae(fit_dir, heldout_csv), str(fit_dir), notes=notes)
 

@@ -14,14 +14,15 @@ the intervals hold the refit with viscous free (intervals/omitted.py).
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.importers.run_import import import_runs
+from isaaclab_sysid.intervals.combine import read_intervals
 from isaaclab_sysid.excitation.servo_design import ServoDesignSpec, servo_multisine
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.twin.servo import SO101_CAL_MIDS, SO101_TRUTH, ServoTruth, record_servo_twin, write_twin_dataset
@@ -138,10 +139,10 @@ def judge(fit_dir: str | Path, truth: ServoTruth = SO101_TRUTH) -> ServoVerdict:
     A number is covered when the truth lies in its selected 95 % interval; a number whose interval the
     intervals stage marks not identifiable or not reliable is flagged with that stage's reason instead.
     """
-    fit_dir = Path(fit_dir)
-    best = json.loads((fit_dir / "sysid_best_params.json").read_text())
-    ivs = json.loads((fit_dir / "intervals.json").read_text())
-    return judge_intervals(ivs, truth, best.get("adequacy") or {})
+    folder = RunFolder(Path(fit_dir))
+    adequacy = folder.read_result().adequacy
+    return judge_intervals(read_intervals(folder.intervals).to_dict(), truth,
+                           adequacy.to_json() if adequacy is not None else {})
 
 
 def judge_intervals(ivs: dict, truth: ServoTruth = SO101_TRUTH, adequacy: dict | None = None) -> ServoVerdict:
@@ -217,10 +218,9 @@ def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None =
     With ``fit_delay`` set, the fitted point is the truth moved to that delay and refined there by at most
     2 x ``refine_iter`` Levenberg-Marquardt iterations (the conditional optimum a fit that settles on that delay
     returns; seconds instead of the fit's minutes). With ``fit_delay=None`` the fit runs as a user runs it
-    (``scripts/sysid_franka_osc.py``, ``--refine_iter refine_iter``). Both interval reports are computed in process.
+    (``jobs.fit_job.run_fit``, as ``scripts/sysid_franka_osc.py`` runs it, ``--refine_iter refine_iter``). Both
+    interval reports are computed in process.
     """
-    import subprocess
-    import sys
     import time
 
     import tyro
@@ -231,7 +231,7 @@ def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None =
     from isaaclab_sysid.fit.result import FitResult
     from isaaclab_sysid.intervals.combine import compute_all
     from isaaclab_sysid.fit.config import FitArgs
-    from isaaclab_sysid.paths import REPO_ROOT
+    from isaaclab_sysid.jobs.fit_job import run_fit
 
     truth = frictionless() if truth is None else truth
     out = Path(out)
@@ -241,11 +241,9 @@ def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None =
     flags = fit_flags(data, out / "fit", groups, ("--refine_iter", str(refine_iter)))
     adequacy: dict = {}
     if fit_delay is None:
-        subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "sysid_franka_osc.py"), *flags], check=True,
-                       cwd=REPO_ROOT, capture_output=True, text=True)
-        ctx = FitContext.load(sorted(p for p in (out / "fit").iterdir() if p.is_dir())[-1])
+        ctx = FitContext.load(run_fit(tyro.cli(FitArgs, args=flags, use_underscores=True), lambda s: None))
         result, problem = ctx.result, ctx.problem()
-        adequacy = json.loads((ctx.fit_dir / "sysid_best_params.json").read_text()).get("adequacy") or {}
+        adequacy = result.adequacy.to_json() if result.adequacy is not None else {}
     else:
         problem = build_problem(tyro.cli(FitArgs, args=flags, use_underscores=True), log=lambda s: None)
         space, obj = problem.space, problem.objective()
@@ -272,24 +270,24 @@ def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None =
 
 def run_proof(out: str | Path, duration_s: float = 20.0, groups: str = FULL_GROUPS, refine_iter: int = 30,
               extra: tuple[str, ...] = (), log=print, seed: int = 0, truth: ServoTruth = SO101_TRUTH) -> ServoVerdict:
-    """The whole proof: dataset, ``scripts/sysid_franka_osc.py``, ``scripts/compute_intervals.py``, :func:`judge`.
-    ``seed``: the twin's designs and noise (:func:`make_servo_dataset`); ``truth``: the hidden truth.
+    """The whole proof: dataset, the fit, its intervals, :func:`judge`. ``seed``: the twin's designs and noise
+    (:func:`make_servo_dataset`); ``truth``: the hidden truth.
 
-    The two scripts run as the user runs them (subprocesses of this Python, from the repository root).
+    In process: the jobs ``scripts/sysid_franka_osc.py`` and ``scripts/compute_intervals.py`` call, with the flags a
+    user gives the fit (logged as the command line they stand for).
     """
-    import subprocess
-    import sys
+    import tyro
 
-    from isaaclab_sysid.paths import REPO_ROOT
+    from isaaclab_sysid.export.build import FitContext, intervals_for
+    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.jobs.fit_job import run_fit
 
     out = Path(out)
     data = make_servo_dataset(out, duration_s=duration_s, seed=seed, truth=truth)
     log_dir = out / "fit"
     flags = fit_flags(data, log_dir, groups, ("--refine_iter", str(refine_iter), *extra))
-    cmd = [sys.executable, str(REPO_ROOT / "scripts" / "sysid_franka_osc.py"), *flags]
-    log("$ " + " ".join(cmd[1:]))
-    subprocess.run(cmd, check=True, cwd=REPO_ROOT)
-    fit_dir = sorted(p for p in log_dir.iterdir() if p.is_dir())[-1]
-    subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "compute_intervals.py"), "--fit_dir", str(fit_dir)],
-                   check=True, cwd=REPO_ROOT)
+    log("$ scripts/sysid_franka_osc.py " + " ".join(flags))
+    fit_dir = run_fit(tyro.cli(FitArgs, args=list(flags), use_underscores=True), log)
+    log(f"$ scripts/compute_intervals.py --fit_dir {fit_dir}")
+    intervals_for(FitContext.load(fit_dir), True)
     return judge(fit_dir, truth)

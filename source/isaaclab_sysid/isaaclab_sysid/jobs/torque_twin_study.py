@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.twin.torque_twin import DELAY, OFFSET, TRUTH, write_twin
@@ -71,7 +71,7 @@ def study(noise: float, work: Path, fit_s: float = 6.0, budget: tuple[int, int, 
                          viscous_bounds=(0.0, 2.0), friction_bounds=(0.0, 2.0), armature_bounds=(0.0, 1.0),
                          delay_bounds=(0, 8), torque_offset_bounds=(-1.0, 1.0))
     run_dir = run_fit(args, log=log)
-    res = FitResult.read(run_dir / "sysid_best_params.json")
+    res = RunFolder(run_dir).read_result()
     ctx = FitContext.load(run_dir)
     rep = intervals_for(ctx, log=log)
     truth = {"armature": TRUTH.armature, "friction": TRUTH.friction, "viscous": TRUTH.viscous, "torque_offset": OFFSET}

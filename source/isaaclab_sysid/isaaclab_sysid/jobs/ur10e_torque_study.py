@@ -29,9 +29,9 @@ import numpy as np
 from isaaclab_sysid.importers.torque_runs import TorqueSource, read_ur10e_torque_run
 from isaaclab_sysid.evaluate.window_scores import WindowScore, common_windows, window_scores
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.outputs import read_config
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.data.formats.ur10e import list_runs, load_published_parameters, ur10e_dir
 from isaaclab_sysid.rigid_body.fit_seed import FitSeed
 from isaaclab_sysid.robots import Robot, load_robot
@@ -234,7 +234,7 @@ def run_study(size: StudySize, work: Path, log: Callable[[str], None] = print) -
     gains = load_published_parameters(data / "UR10E_parameters.txt").drive_gains
     rb_dir = identify_ls(work / "rigid_body", size.rb_audit, log)
     fit_dir = _fit(size, rb_dir, gains, work, log)
-    fit = FitResult.read(fit_dir / "sysid_best_params.json")
+    fit = RunFolder(fit_dir).read_result()
     urdf = load_robot("ur10e")
     ls_robot = with_body_inertials(urdf, load_nominal(rb_dir / "nominal_inertials.json"))
     source = TorqueSource("current", includes_gravity=True, drive_gains=tuple(float(k) for k in gains))
@@ -263,4 +263,4 @@ def run_study(size: StudySize, work: Path, log: Callable[[str], None] = print) -
             + "".join(f"; {m} diverged in {s.diverged}/{s.windows}" for m, s in scores[w].items() if not s.scored)
             + f"; all three finite in {sum(int(k.sum()) for k in keep)}")
     return StudyResult(scores, fit, fit_dir, rb_dir, [f.name for f in valid], common,
-                       float(FitArgs.from_dict(read_config(fit_dir)["args"]).replay.window_s))
+                       float(RunFolder(fit_dir).read_args().replay.window_s))
