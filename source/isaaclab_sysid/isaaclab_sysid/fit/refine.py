@@ -66,7 +66,8 @@ import numpy as np
 
 from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.jacobian import stencil
-from isaaclab_sysid.fit.loss import LossBreakdown
+from isaaclab_sysid.fit.loss import LossBreakdown, total_loss
+from isaaclab_sysid.fit.normal_equations import stencil_normal_equations
 from isaaclab_sysid.fit.objective import ReplayObjective
 from isaaclab_sysid.fit.progress import track_label
 from isaaclab_sysid.fit.residuals import effective_samples
@@ -125,6 +126,15 @@ class RefineSettings:
             one finite-difference stencil, ``n_c + 1``): the rollouts of one chunk are held at a time, so phase 2's
             stencils of several delay tracks no longer hold every track's rollouts at once (issue 45). A
             deterministic backend gives the same numbers either way.
+        normal_equations: hold each track's normal equations J^T J, J^T r instead of its dense (M, n_c) Jacobian,
+            accumulated run by run and window by window from the stencil's rollouts
+            (:func:`~isaaclab_sysid.fit.normal_equations.stencil_normal_equations`), and score the trial steps by
+            their loss alone: the refinement's memory no longer grows with the samples beyond the backend's
+            rollouts of one stencil (issue 45). The Broyden updates need the dense Jacobian, so this mode takes a
+            finite-difference Jacobian every iteration (``jacobian_reuse`` has no effect). None (the default): on
+            when a dense Jacobian would exceed ``dense_limit_mb``; True / False: always / never.
+        dense_limit_mb: the size of one dense Jacobian (M x n_c float64) above which ``normal_equations=None``
+            accumulates the normal equations [MB].
     """
 
     max_iter: int = 10
@@ -142,6 +152,8 @@ class RefineSettings:
     separate_level: float | None = 0.999
     separate_safety: float = 2.0
     chunk: int | None = 0
+    normal_equations: bool | None = None
+    dense_limit_mb: float = 256.0
 
 
 def chi2_1(level: float) -> float:
@@ -219,18 +231,27 @@ class RefineTrack:
     #: the effective sample count of its residuals at its last finite-difference Jacobian (nan: none yet), the
     #: scale of the per-sample tests (``stat_tol``, ``separate_level``)
     n_eff: float = float("nan")
+    #: the normal equations J^T J (n_c, n_c) and J^T r (n_c,) at ``x`` when the refiner accumulates them instead of
+    #: holding ``J`` (``RefineSettings.normal_equations``; None otherwise)
+    A: np.ndarray | None = None
+    g: np.ndarray | None = None
 
     def drop_jacobian(self) -> None:
         """Forget the Jacobian (the next iteration rolls out a stencil): a checkpoint does this (see ``__getstate__``)."""
         self.J = None
         self.r = None
+        self.A = None
+        self.g = None
         self.age = 0
 
     def __getstate__(self) -> dict:
-        # checkpoints carry no Jacobian (megabytes); RefineState.drop_jacobians keeps a live run in step with a resumed one
+        # checkpoints carry no Jacobian (megabytes) and no residuals, so their size does not grow with the samples;
+        # RefineState.drop_jacobians keeps a live run in step with a resumed one
         d = dict(self.__dict__)
         d["J"] = None
         d["r"] = None
+        d["A"] = None
+        d["g"] = None
         d["age"] = 0
         return d
 
@@ -284,11 +305,31 @@ class LMRefiner:
         self.delay_idx = self.space.delay_index
         self.cont = self.space.continuous_index()
         self.shapes = [tuple(r.q.shape) for r in objective.runs]
+        M = sum(T * (2 * N + 3) for T, N in self.shapes)
+        ne = settings.normal_equations
+        #: accumulate the normal equations instead of holding dense Jacobians (``RefineSettings.normal_equations``)
+        self.accumulate = bool(M * len(self.cont) * 8 / 1e6 > settings.dense_limit_mb) if ne is None else bool(ne)
 
     # ------------------------------------------------------------ pieces
     def _evaluate(self, X: np.ndarray) -> tuple[np.ndarray, LossBreakdown]:
         c = self.settings.chunk
         return self.objective.residuals_chunked(X, len(self.cont) + 1 if c == 0 else c)
+
+    def _normal(self, t: RefineTrack) -> tuple[np.ndarray, np.ndarray] | None:
+        """``t``'s normal equations (J^T J (n_c, n_c), J^T r (n_c,)) at its point: from its dense Jacobian and
+        residuals when it holds them, else the accumulated ones; None when it holds neither (a stencil is due)."""
+        J, r = getattr(t, "J", None), getattr(t, "r", None)
+        if J is not None and r is not None:
+            return J.T @ J, J.T @ r
+        A, g = getattr(t, "A", None), getattr(t, "g", None)
+        return None if A is None or g is None else (A, g)
+
+    @staticmethod
+    def _holds_normal(t: RefineTrack) -> bool:
+        """Whether :meth:`_normal` has something to return for ``t``."""
+        if getattr(t, "J", None) is not None and getattr(t, "r", None) is not None:
+            return True
+        return getattr(t, "A", None) is not None and getattr(t, "g", None) is not None
 
     def _track_at(self, x: np.ndarray, delay: int | None) -> np.ndarray:
         return self.space.with_delay(x, delay)
@@ -416,8 +457,9 @@ class LMRefiner:
             state.tracks += tracks
 
     def _needs_stencil(self, t: RefineTrack) -> bool:
-        J = getattr(t, "J", None)
-        return J is None or getattr(t, "age", 0) > self.settings.jacobian_reuse
+        if getattr(t, "J", None) is None:
+            return getattr(t, "A", None) is None
+        return getattr(t, "age", 0) > self.settings.jacobian_reuse
 
     def step(self, state: RefineState) -> dict:
         """One LM iteration on every active track; returns its history record.
@@ -433,9 +475,7 @@ class LMRefiner:
         for t in active:
             if not t.active:
                 continue
-            J, r0 = t.J, t.r
-            g = J.T @ r0
-            A = J.T @ J
+            A, g = self._normal(t)
             free = free_coordinates(t.x[self.cont], g) if s.active_set else np.ones(n_c, dtype=bool)
             for f in ((1.0,) if (s.single_damping and t.accepted > 0) or t.age > 0 else LAMBDA_FACTORS):
                 lam = t.lam * f
@@ -447,14 +487,18 @@ class LMRefiner:
                 lams.append(lam)
         record = {"iteration": state.iteration + 1, "evaluations": evaluations, "tracks": []}
         if trials:
-            Rt, lbt = self._evaluate(np.array(trials))
+            if self.accumulate:  # a trial's loss is all the accumulated mode reads (no Broyden update)
+                Rt, lbt = None, self.objective.loss(np.array(trials))
+            else:
+                Rt, lbt = self._evaluate(np.array(trials))
             record["evaluations"] += len(trials)
             for t in active:
                 if not t.active:
                     continue
                 idx = [i for i, o in enumerate(owners) if o is t]
                 t.spent = getattr(t, "spent", 0) + len(idx)
-                self._judge(t, [trials[i] for i in idx], Rt[idx], lbt, idx, [lams[i] for i in idx])
+                self._judge(t, [trials[i] for i in idx], None if Rt is None else Rt[idx], lbt, idx,
+                            [lams[i] for i in idx])
         state.iteration += 1
         in_phase = state.iteration - state.phase_start
         record["separated"] = self._separate(state)
@@ -501,7 +545,7 @@ class LMRefiner:
         thr = chi2_1(s.separate_level)
         closed = []
         for t in state.tracks:
-            if not t.active or t is b or t.delay == b.delay or getattr(t, "J", None) is None or t.r is None:
+            if not t.active or t is b or t.delay == b.delay or not self._holds_normal(t):
                 continue
             L_opt = t.loss - s.separate_safety * self.forecast_gain(t)
             if (L_opt - b.loss) / (b.loss / n_eff) > thr:
@@ -513,8 +557,7 @@ class LMRefiner:
     def forecast_gain(self, t: RefineTrack) -> float:
         """The Gauss-Newton forecast of how far ``t``'s loss can still fall from its Jacobian: g^T A^+ g over the free
         coordinates (the linearized minimum without the box, an optimistic forecast)."""
-        g = t.J.T @ t.r
-        A = t.J.T @ t.J
+        A, g = self._normal(t)
         free = free_coordinates(t.x[self.cont], g) if self.settings.active_set else np.ones(len(g), dtype=bool)
         delta = lm_step(A, g, 0.0, free)
         return max(0.0, -float(2.0 * g @ delta + delta @ A @ delta))
@@ -547,30 +590,45 @@ class LMRefiner:
         return left + (s.max_iter * per if state.phase == 1 and self.delay_idx is not None else 0)
 
     def _stencils(self, tracks: list[RefineTrack]) -> int:
-        """Roll out the finite-difference stencil of each of ``tracks`` in one batch and set their Jacobians;
-        a track whose own point diverged stops. Returns the rollouts spent."""
-        if not tracks:
-            return 0
+        """Roll out the finite-difference stencil of each of ``tracks``, one track after the other (one backend call
+        per stencil, or ``chunk``'s calls: the rollouts of one stencil are held at a time), and set their Jacobians
+        (or, accumulating, their normal equations); a track whose own point diverged stops. Returns the rollouts
+        spent."""
         s = self.settings
         n_c = len(self.cont)
-        stencils = [stencil(t.x, self.cont, self.settings.h, "forward") for t in tracks]
-        R, lb = self._evaluate(np.concatenate([st.X for st in stencils]))
-        for k, t in enumerate(tracks):
-            off = k * (n_c + 1)
-            if lb.diverged[off]:
+        spent = 0
+        for t in tracks:
+            st = stencil(t.x, self.cont, s.h, "forward")
+            if self.accumulate:
+                ro = self.objective.rollouts(st.X)
+                lb = total_loss(ro, self.objective.runs, self.objective.weights, self.objective.traj_weights)
+                ne = None if lb.diverged[0] else stencil_normal_equations(
+                    ro, self.objective.runs, st, lb.diverged, self.objective.weights, self.objective.traj_weights)
+                del ro
+            else:
+                R, lb = self._evaluate(st.X)
+            spent += len(st.X)
+            if lb.diverged[0]:
                 t.active = False
                 t.stop = "diverged"
                 t.drop_jacobian()
                 continue
-            # a diverged difference says nothing: its column is zero (treated as unobservable)
-            t.J, _ = stencils[k].jacobian(R, lb.diverged, on_diverged="zero", offset=off)
-            t.r = R[off].copy()
+            if self.accumulate:
+                t.J, t.r, t.A, t.g = None, None, ne.A, ne.g
+                r0 = ne.r
+            else:
+                # a diverged difference says nothing: its column is zero (treated as unobservable)
+                t.J, _ = st.jacobian(R, lb.diverged, on_diverged="zero")
+                t.r = R[0].copy()
+                t.A, t.g = None, None
+                r0 = t.r
+                del R
             t.age = 0
             if s.stat_tol is not None or s.separate_level is not None:
-                t.n_eff = effective_samples(t.r, self.shapes, n_c)
+                t.n_eff = effective_samples(r0, self.shapes, n_c)
             t.jacobians = getattr(t, "jacobians", 0) + 1
             t.spent = getattr(t, "spent", 0) + n_c + 1
-        return len(R)
+        return spent
 
     def _judge(self, t: RefineTrack, trials: list[np.ndarray], R: np.ndarray, lb: LossBreakdown,
                rows: list[int], lams: list[float]) -> None:
@@ -580,7 +638,7 @@ class LMRefiner:
         f = np.where(lb.diverged[rows], np.inf, lb.total[rows])
         j = int(np.argmin(f))
         from_stencil = t.age == 0
-        updated = self._broyden(t, trials[j], R[j]) if np.isfinite(f[j]) else False
+        updated = self._broyden(t, trials[j], R[j]) if np.isfinite(f[j]) and R is not None else False
         if f[j] < t.loss:
             improvement = (t.loss - f[j]) / max(t.loss, 1e-300)
             t.x = trials[j]

@@ -1,0 +1,122 @@
+"""Issue 45: the refinement's normal equations accumulated run by run and window by window equal the dense ones to
+rounding, and a refinement that holds only them reaches the dense refinement's answer."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+from conftest import make_run
+from test_fit_fakes import TRUE, FakeBackend
+
+from isaaclab_sysid.fit.jacobian import stencil
+from isaaclab_sysid.fit.loss import LossWeights, total_loss
+from isaaclab_sysid.fit.normal_equations import stencil_normal_equations
+from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
+from isaaclab_sysid.fit.residuals import stacked_weighted_residuals
+
+GROUPS = ("armature", "friction", "viscous", "delay")
+
+
+def _space() -> ParamSpace:
+    return ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in GROUPS}, 7)
+
+
+def _runs():
+    return [make_run("task_impedance", 50.0, n=80, seed=1), make_run("task_impedance", 50.0, n=61, seed=2)]
+
+
+class NoisyFake(FakeBackend):
+    """The fake backend with a fixed white "measurement noise" [rad, rad/s] between its rollouts and the runs: the
+    loss has a floor above rounding (the plain fake fits to 1e-36, where the two summation orders part)."""
+
+    def __init__(self, noise: float = 1e-3) -> None:
+        super().__init__()
+        self.noise = noise
+
+    def rollout(self, batch, runs):
+        out = super().rollout(batch, runs)
+        for k, (ro, run) in enumerate(zip(out, runs)):
+            rng = np.random.default_rng(100 + k)
+            ro.q = ro.q + self.noise * rng.normal(size=run.q.shape)[None]
+            ro.dq = ro.dq + self.noise * rng.normal(size=run.dq.shape)[None]
+        return out
+
+
+def _start(space: ParamSpace, delay: int = 0) -> np.ndarray:
+    return space.normalize({"armature": TRUE["armature"] * 1.3, "friction": TRUE["friction"] * 0.7,
+                            "viscous": TRUE["viscous"] + 0.2, "delay": delay})
+
+
+def test_accumulated_normal_equations_equal_the_dense_ones():
+    space, runs, be = _space(), _runs(), FakeBackend()
+    weights, tw = LossWeights(w_x=0.5), [1.0, 2.5]
+    x0 = _start(space)
+    x0[space.continuous_index()[3]] = 1.0  # one entry at its upper bound: a backward difference
+    st = stencil(x0, space.continuous_index(), 1e-3, "forward")
+    ro = be.rollout(space.to_batch(st.X), runs)
+    lb = total_loss(ro, runs, weights, tw)
+    diverged = lb.diverged.copy()
+    diverged[2] = True  # a diverged difference: its column is zero in both
+    R = stacked_weighted_residuals(ro, runs, weights, tw)
+    J, _ = st.jacobian(R, diverged, on_diverged="zero")
+    assert not J[:, 1].any() and J[:, 0].any()
+    for window in (7, 512):  # windows that do not divide the runs' lengths, and one window per run
+        ne = stencil_normal_equations(ro, runs, st, diverged, weights, tw, window=window)
+        np.testing.assert_array_equal(ne.r, R[0])
+        np.testing.assert_allclose(ne.A, J.T @ J, rtol=1e-12, atol=1e-12 * np.abs(J.T @ J).max())
+        np.testing.assert_allclose(ne.g, J.T @ R[0], rtol=1e-12, atol=1e-12 * np.abs(J.T @ R[0]).max())
+
+
+def _refine(normal_equations: bool, max_iter: int = 10):
+    space, runs = _space(), _runs()
+    ref = LMRefiner(ReplayObjective(space, NoisyFake(), runs),
+                    RefineSettings(max_iter=max_iter, jacobian_reuse=0, normal_equations=normal_equations))
+    assert ref.accumulate == normal_equations
+    st = ref.start(_start(space))
+    ref.run(st)
+    return ref, st
+
+
+def test_a_refinement_on_the_normal_equations_reaches_the_dense_answer():
+    dense_ref, dense = _refine(False)
+    acc_ref, acc = _refine(True)
+    assert acc.iteration == dense.iteration
+    assert [(t.delay, t.stop) for t in acc.tracks] == [(t.delay, t.stop) for t in dense.tracks]
+    for a, d in zip(acc.tracks, dense.tracks):
+        np.testing.assert_allclose(a.x, d.x, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(a.loss, d.loss, rtol=1e-9)
+        assert a.J is None and a.r is None  # no dense Jacobian, no residual vector held
+    dec = dense_ref.space.decode(acc.best().x)
+    assert int(dec["delay"]) == TRUE["delay"]
+    for g in ("armature", "friction", "viscous"):
+        np.testing.assert_allclose(dec[g], TRUE[g], rtol=0.05, atol=0.01)
+
+
+def test_auto_mode_accumulates_above_the_dense_limit_only():
+    space, runs = _space(), _runs()
+    M = sum(r.q.shape[0] * (2 * r.q.shape[1] + 3) for r in runs)
+    mb = M * len(space.continuous_index()) * 8 / 1e6
+    obj = ReplayObjective(space, FakeBackend(), runs)
+    assert not LMRefiner(obj, RefineSettings(dense_limit_mb=2 * mb)).accumulate
+    assert LMRefiner(obj, RefineSettings(dense_limit_mb=0.5 * mb)).accumulate
+
+
+def test_checkpointed_refine_state_does_not_grow_with_the_samples():
+    """A pickled refinement state (what a checkpoint stores) holds no Jacobian and no residuals: the same fit on a run
+    five times longer pickles to the same size within a few bytes of numbers' text."""
+    space = _space()
+    sizes = []
+    for n in (60, 300):
+        runs = [make_run("task_impedance", 50.0, n=n, seed=1)]
+        for ne in (False, True):
+            ref = LMRefiner(ReplayObjective(space, FakeBackend(), runs),
+                            RefineSettings(max_iter=3, normal_equations=ne))
+            st = ref.start(_start(space, delay=2))
+            ref.step(st)
+            ref._stencils([st.tracks[0]])  # live: a Jacobian (or its normal equations) held at the pickle
+            assert st.tracks[0].J is not None or st.tracks[0].A is not None
+            sizes.append(len(pickle.dumps(st)))
+    assert max(sizes) - min(sizes) < 200, sizes
