@@ -67,12 +67,23 @@ def test_delay_in_physics_steps_and_a_dt_that_cannot_represent_it_is_refused():
 
 
 def test_friction_units_per_physics_backend():
+    """A static/dynamic (Stribeck) fit: the actuator writes its budget every step on either engine (the joint starts at
+    the break-away level); its numbers leave the joint terms for the friction_law term."""
     fitted = {"armature": FIT["armature"], "mu_static": [1.0] * 7, "dynamic_ratio": [0.8] * 7, "viscous": FIT["viscous"]}
-    src, _ = generate_module(_dr_record(fitted=fitted), viscous="independent", physics="physx")
-    av = _literals(src)["ACTUATOR_VALUES"]
-    assert av["friction"]["panda_joint1"] == 1.0 and av["dynamic_friction"]["panda_joint1"] == pytest.approx(0.8)
-    assert "PHYSICS = 'physx'" in src
-    with pytest.raises(ValueError, match="Newton has one Coulomb level"):
+    for physics in ("physx", "newton"):
+        src, warns = generate_module(_dr_record(fitted=fitted), viscous="independent", physics=physics,
+                                     stribeck_velocity=0.04)
+        lit = _literals(src)
+        av = lit["ACTUATOR_VALUES"]
+        assert av["friction"]["panda_joint1"] == 1.0 and av["dynamic_friction"]["panda_joint1"] == 1.0
+        assert f"PHYSICS = '{physics}'" in src and not any("Stribeck" in w for w in warns)
+        law = lit["FRICTION_LAW"]
+        assert law["name"] == "stribeck" and law["params"]["dynamic_ratio"]["panda_joint2"] == 0.8
+        assert law["params"]["stribeck_velocity"]["panda_joint3"] == 0.04 and law["params"]["stribeck_shape"]["panda_joint7"] == 2.0
+        terms = lit["EVENT_TERMS"]
+        assert "friction_range" not in terms["joint_panda_joint1"]["params"]
+        assert terms["friction_law"]["params"]["ranges"]["static_friction"]["panda_joint1"] == pytest.approx((0.69, 1.35))
+    with pytest.raises(ValueError, match="--stribeck_velocity"):
         generate_module(_dr_record(fitted=fitted), physics="newton")
     # one Coulomb level: the same torque on both backends; Newton's actuator gets no dynamic friction
     for physics in ("newton", "physx"):

@@ -12,16 +12,24 @@ module works out the numbers of its data block. It defines:
 * ``PHYSICS`` (``newton`` or ``physx``), ``PHYSICS_DT`` and ``check_physics_dt(sim_dt)``;
 * ``make_actuator_cfg(stiffness=0.0, damping=0.0, randomize_delay=True)``: one
   ``DelayedPDActuatorCfg`` over the arm's joints with per-joint ``armature``,
-  ``friction`` (Coulomb = static friction effort, N m), ``dynamic_friction``
-  (PhysX only: the same level for the one-level Coulomb model, ``dynamic_ratio x
-  mu_static`` for the static/dynamic model), ``viscous_friction``, and
-  ``min_delay``/``max_delay`` in physics steps (the delay range, or the fitted
-  delay twice). Gains default to 0: with a torque controller (task impedance)
-  computing efforts in the environment, the explicit actuator passes the effort
-  through its delay buffer, as the replay does;
+  ``friction`` (the Coulomb friction effort, N m; ``dynamic_friction`` the same level on
+  PhysX), ``viscous_friction``, and ``min_delay``/``max_delay`` in physics steps (the
+  delay range, or the fitted delay twice). Gains default to 0: with a torque controller
+  (task impedance) computing efforts in the environment, the explicit actuator passes
+  the effort through its delay buffer, as the replay does;
   A position servo's fit (groups ``kp``, ``kd``: the SO-101) sets the gains to the fitted kp, kd
   (``ACTUATOR_VALUES["stiffness"]``, ``["damping"]``: ``DelayedPDActuator`` delays the position
   target, as the servo's bus does) and ``actuator_effort_limit`` to the servo's torque limit;
+* a fit with a friction law beyond Coulomb (``FRICTION_LAW``: Stribeck with its shape exponent, the
+  Gaz sigmoid, Dahl; docs/friction.md): ``make_actuator_cfg`` returns the module's
+  ``SysidFrictionActuatorCfg`` instead (the same PD, delay and limits; Isaac Lab's actuator
+  path, ``sim.use_newton_actuators = False``), whose ``SysidFrictionActuator`` applies the law
+  every physics step: the Stribeck budget written as the joint's Coulomb friction (the native
+  term, exact: Newton's joint friction is MuJoCo's ``frictionloss``), the sigmoid's and Dahl's
+  torque added to the effort (Dahl's bristle state per env, zeroed at reset); one
+  ``randomize_friction_law`` term (``friction_law``) binds the actuator to the articulation and
+  draws each law number from its range (cut to the number's domain, recorded in
+  ``SAMPLED_RANGES``); the law's numbers leave the joint terms;
 * ``apply_to(articulation_cfg)``: the articulation config with that actuator;
 * a servo motor model's fit (groups ``motor_kt``, ``motor_r``; controller ``servo``, Coulomb friction only:
   ``build.check_exported_law``): ``SERVO_MOTOR`` (the families' firmware facts and the fitted kt, R per joint),
@@ -67,19 +75,21 @@ Physics (``physics``): the fitted friction is a torque [N m]. Newton (MJWarp's
 ``dof_frictionloss``) and PhysX 5 (``PxJointFrictionParams``: static and dynamic
 friction efforts, Isaac Sim >= 5) take it as such. PhysX before Isaac Sim 5 takes a
 unitless coefficient that scales the spatial force through the joint: no torque
-maps to it, so the module refuses to build the actuator there. Newton has one
-Coulomb level: a static/dynamic fit (``mu_static`` with ``dynamic_ratio`` != 1)
-is refused for Newton.
+maps to it, so the module refuses to build the actuator there. The load-dependent law has no
+actuator (``export/build.py: check_exported_law`` refuses it: Isaac Lab's articulation data gives no
+Coriolis torque through the joint).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from datetime import datetime
 
 from isaaclab_sysid.export.emit import Literal, module_source
 from isaaclab_sysid.export.record import DelayRow, DrRecord, SpanRow
+from isaaclab_sysid.sim.friction import law_of_groups
 from isaaclab_sysid.timebase import TICK_S
 
 #: the generated module's template (export/templates/)
@@ -93,6 +103,93 @@ PHYSICS = ("newton", "physx")
 Term = tuple[str, dict]
 #: label -> (lower, upper) an event term draws the number from
 Sampled = dict[str, tuple[float, float]]
+
+#: the friction laws the generated actuator applies (``SysidFrictionActuator``; Coulomb: the joint's native friction):
+#: per law, the actuator field of each of its numbers -> (the fit's group, its value where the fit leaves the group
+#: out: None = the group is required, "stribeck_velocity" = the fit's --stribeck_velocity)
+LAW_FIELDS: dict[str, dict[str, tuple[str, object]]] = {
+    "coulomb": {},
+    "stribeck": {"static_friction": ("mu_static", None), "dynamic_ratio": ("dynamic_ratio", 1.0),
+                 "stribeck_velocity": ("stribeck_velocity", "stribeck_velocity"), "stribeck_shape": ("stribeck_shape", 2.0)},
+    "sigmoid": {"sigmoid_amplitude": ("sigmoid_amplitude", None), "sigmoid_slope": ("sigmoid_slope", None),
+                "sigmoid_offset": ("sigmoid_offset", 0.0)},
+    "dahl": {"coulomb_friction": ("friction", None), "presliding_stiffness": ("presliding_stiffness", None)},
+}
+#: each actuator field's domain: a randomization range is cut to it (the template's LAW_DOMAINS)
+LAW_DOMAINS = {"static_friction": (0.0, math.inf), "dynamic_ratio": (0.0, 1.0), "stribeck_velocity": (1e-6, math.inf),
+               "stribeck_shape": (1e-6, math.inf), "sigmoid_amplitude": (0.0, math.inf),
+               "sigmoid_slope": (1e-6, math.inf), "sigmoid_offset": (-math.inf, math.inf),
+               "coulomb_friction": (0.0, math.inf), "presliding_stiffness": (0.0, math.inf)}
+
+
+def record_law(record: DrRecord) -> str:
+    """The friction law of a record's fitted groups (sim/friction.py), by name.
+
+    Raises:
+        ValueError: a law the Isaac Lab actuator does not apply (the load-dependent one), or groups of two laws.
+    """
+    name = law_of_groups(record.fitted).name
+    if name not in LAW_FIELDS:
+        raise ValueError(f"the {name} friction law has no Isaac Lab actuator (export/build.py: check_exported_law)")
+    return name
+
+
+def law_groups(law: str) -> tuple[str, ...]:
+    """The fit's groups the actuator of ``law`` carries (they leave the joint terms for the ``friction_law`` term)."""
+    return tuple(g for g, _ in LAW_FIELDS[law].values())
+
+
+def friction_law_literal(record: DrRecord, stribeck_velocity: float | None = None) -> dict:
+    """``FRICTION_LAW`` of the generated module: ``{"name": law}``, and for a law beyond Coulomb its ``params``
+    (``SysidFrictionActuatorCfg`` field -> joint -> value, SI units: docs/friction.md).
+
+    Args:
+        stribeck_velocity: the fit's ``--stribeck_velocity`` [rad/s] (a Stribeck fit that leaves the group out).
+
+    Raises:
+        ValueError: the law needs a group the fit does not hold, or a Stribeck fit without its velocity.
+    """
+    law = record_law(record)
+    if law == "coulomb":
+        return {"name": law}
+    joints = list(record.joint_names)
+    params: dict[str, dict[str, float]] = {}
+    for fld, (group, default) in LAW_FIELDS[law].items():
+        if group in record.fitted:
+            vals = [float(v) for v in record.fitted[group]]
+        elif default is None:
+            raise ValueError(f"the {law} friction law's export needs the fitted '{group}' group")
+        elif default == "stribeck_velocity":
+            if stribeck_velocity is None or not stribeck_velocity > 0:
+                raise ValueError("a Stribeck fit without the stribeck_velocity group needs the fit's --stribeck_velocity "
+                                 "(its config.json) to be exported")
+            vals = [float(stribeck_velocity)] * len(joints)
+        else:
+            vals = [float(default)] * len(joints)
+        params[fld] = dict(zip(joints, vals))
+    return {"name": law, "params": params}
+
+
+def _friction_law_terms(record: DrRecord, lit: dict) -> tuple[list[Term], Sampled]:
+    """A law beyond Coulomb: one ``randomize_friction_law`` term (always: it binds the actuator to the articulation),
+    drawing each law number with a range from that range cut to the number's domain (what SAMPLED_RANGES records)."""
+    law = lit["name"]
+    if law == "coulomb":
+        return [], {}
+    ranges: dict[str, dict[str, tuple[float, float]]] = {}
+    sampled: Sampled = {}
+    for fld, (group, _) in LAW_FIELDS[law].items():
+        for jk, j in enumerate(record.joint_names):
+            lab = _label(record, group, jk)
+            r = record.range_of(lab)
+            if r is None:
+                continue
+            lo_d, hi_d = LAW_DOMAINS[fld]
+            cut = (max(r[0], lo_d), min(r[1], hi_d))
+            ranges.setdefault(fld, {})[j] = cut
+            sampled[lab] = cut
+    return [("friction_law", {"func": "randomize_friction_law",
+                              "params": {"group_name": "sysid_arm", "ranges": ranges}})], sampled
 
 
 def friction_term_params(c: float, v: float, rc: tuple[float, float] | None, rv: tuple[float, float] | None,
@@ -148,14 +245,15 @@ def actuator_values(record: DrRecord, physics: str = "newton",
     ``viscous_friction``, and for a position servo ``stiffness``, ``damping``, ``actuator_effort_limit``:
     joint -> value, SI units) of the record's fitted values, and warnings.
 
-    ``friction`` is the static (breakaway) Coulomb effort [N m]: the fitted ``friction``
-    (one-level model: dynamic = static) or ``mu_static`` (dynamic = ``dynamic_ratio x mu_static``).
+    ``friction`` is the joint's native Coulomb effort [N m] (``dynamic_friction`` the same level): the fitted
+    ``friction`` (Coulomb law); the break-away ``mu_static`` under the Stribeck law, which the actuator overwrites with
+    its budget every physics step; 0 under the sigmoid and Dahl laws (the actuator's torque is the whole dry friction).
     A servo fit (groups ``kp``, ``kd``): ``stiffness`` = kp [N m/rad], ``damping`` = kd [N m s/rad] of
     the explicit PD (``DelayedPDActuator`` delays the position target, as the servo's bus does), and
     ``actuator_effort_limit`` = ``effort_limit`` [N m] (the servo's torque limit) when given.
 
     Raises:
-        ValueError: unknown ``physics``, or a static/dynamic fit for Newton (one Coulomb level).
+        ValueError: unknown ``physics``, or a law the actuator does not apply (:func:`record_law`).
     """
     if physics not in PHYSICS:
         raise ValueError(f"physics must be one of {PHYSICS}, got {physics!r}")
@@ -166,16 +264,13 @@ def actuator_values(record: DrRecord, physics: str = "newton",
     act: dict[str, dict[str, float]] = {}
     if "armature" in fitted:
         act["armature"] = per(fitted["armature"])
-    if "mu_static" in fitted:
-        fs = [float(v) for v in fitted["mu_static"]]
-        ratio = [float(v) for v in fitted.get("dynamic_ratio", [1.0] * len(fs))]
-        if physics == "newton" and any(abs(r - 1.0) > 1e-9 for r in ratio):
-            raise ValueError("the fit has static and dynamic friction (mu_static, dynamic_ratio != 1) but Newton has one "
-                             "Coulomb level (MJWarp frictionloss): export it with --physics physx, or fit 'friction'")
-        act["friction"] = per(fs)
-        act["dynamic_friction"] = per([r * f for r, f in zip(ratio, fs)])
-        warns.append("static/dynamic friction: the fit's Stribeck transition velocity has no Isaac Lab counterpart "
-                     "(PhysX switches from static to dynamic friction at motion onset)")
+    law = record_law(record)
+    if law in ("sigmoid", "dahl"):  # the law is the whole dry friction: no native Coulomb friction under it
+        act["friction"] = per([0.0] * len(joints))
+        act["dynamic_friction"] = dict(act["friction"])
+    elif law == "stribeck":  # the actuator writes the budget every step; the joint starts at the break-away level
+        act["friction"] = per(fitted["mu_static"])
+        act["dynamic_friction"] = dict(act["friction"])
     elif "friction" in fitted:
         act["friction"] = per(fitted["friction"])
         act["dynamic_friction"] = dict(act["friction"])  # one Coulomb level: dynamic = static
@@ -246,7 +341,8 @@ def is_servo(record: DrRecord) -> bool:
 def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = "envelope",
                     physics_dt: float = TICK_S, physics: str = "newton",
                     effort_limit: Sequence[float] | None = None,
-                    servo_families: Sequence | None = None) -> tuple[str, list[str]]:
+                    servo_families: Sequence | None = None,
+                    stribeck_velocity: float | None = None) -> tuple[str, list[str]]:
     """The module's source text and warnings.
 
     Args:
@@ -259,6 +355,7 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
         physics: ``newton`` or ``physx`` (how the friction torque is written; see module docstring).
         effort_limit: (N,) the arm's torque limits [N m]: a servo fit's ``actuator_effort_limit``.
         servo_families: (N,) the ``ServoFamily`` of each joint: a servo motor model's fit needs them.
+        stribeck_velocity: the fit's ``--stribeck_velocity`` [rad/s]: a Stribeck fit without the group needs it.
 
     Raises:
         ValueError: bad ``viscous``/``physics``, a ``physics_dt`` that cannot represent the delay, or a
@@ -272,10 +369,15 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
     delay = delay_steps(record.delay, physics_dt)
     if physics_dt != TICK_S:
         warns.append(f"delay converted from 1 ms ticks to physics steps of {physics_dt * 1e3:g} ms")
+    law = friction_law_literal(record, stribeck_velocity)
+    joint_record = _without_groups(record, law_groups(law["name"]))  # the law's numbers go to the actuator
     if viscous == "independent":
-        terms, sampled = _independent_terms(record, act)
+        terms, sampled = _independent_terms(joint_record, act)
     else:
-        terms, sampled = _stock_joint_terms(record, viscous, act, warns)
+        terms, sampled = _stock_joint_terms(joint_record, viscous, act, warns)
+    law_terms, law_sampled = _friction_law_terms(record, law)
+    terms += law_terms
+    sampled.update(law_sampled)
     gain_terms, gain_sampled = _gain_terms(record)
     terms += gain_terms
     sampled.update(gain_sampled)
@@ -295,7 +397,16 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
     if outside:
         warns.append(f"viscous={viscous}: {len(outside)} randomized number(s) are drawn outside their exported range "
                      f"({', '.join(outside[:4])}{', ...' if len(outside) > 4 else ''}); --viscous independent keeps each inside")
-    return _module_source(record, asset_name, physics_dt, physics, act, delay, terms, sampled, viscous, servo_motor), warns
+    return _module_source(record, asset_name, physics_dt, physics, act, delay, terms, sampled, viscous, servo_motor,
+                          law), warns
+
+
+def _without_groups(record: DrRecord, groups: Sequence[str]) -> DrRecord:
+    """``record`` without the fitted ``groups`` (the joint terms then neither see nor randomize them)."""
+    if not groups:
+        return record
+    return dataclasses.replace(record, fitted={k: v for k, v in record.fitted.items() if k not in groups},
+                               labels_per_joint={k: v for k, v in record.labels_per_joint.items() if k not in groups})
 
 
 def _inside(r: tuple[float, float], ref: SpanRow) -> bool:
@@ -426,7 +537,7 @@ def _mass_terms(record: DrRecord) -> tuple[list[Term], Sampled]:
 
 def _module_source(record: DrRecord, asset_name: str, physics_dt: float, physics: str, act: dict,
                    delay: tuple[int, int, int], terms: list[Term], sampled: Sampled, viscous: str,
-                   servo_motor: dict | None = None) -> str:
+                   servo_motor: dict | None = None, friction_law: dict | None = None) -> str:
     """The generated module's text: the template's code with the fit's numbers as its data block."""
     delay_fit, delay_lo, delay_hi = delay
     doc = (f"Source: {record.source}\nCreated: {datetime.now().isoformat(timespec='seconds')}\n"
@@ -455,6 +566,9 @@ def _module_source(record: DrRecord, asset_name: str, physics_dt: float, physics
                 "vin_nominal_v, kt [N m/A], r [Ohm]); empty for every other fit"),
         Literal("EVENT_TERMS", dict(terms),
                 "the event terms of SysidEventsCfg: name -> {\"func\", \"joint_names\" or \"body_names\", \"params\"}"),
+        Literal("FRICTION_LAW", friction_law or {"name": "coulomb"},
+                "the fitted friction law: {\"name\": law} and, beyond Coulomb, {\"params\": SysidFrictionActuatorCfg field -> joint ->\n"
+                "value} (units in SysidFrictionActuatorCfg)"),
     ]
     return module_source("Isaac Lab configs exported by isaaclab_sysid (scripts/export_dr.py).", doc, TEMPLATE, data)
 

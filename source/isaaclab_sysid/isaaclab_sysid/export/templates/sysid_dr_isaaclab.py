@@ -14,6 +14,7 @@ from isaaclab.actuators import DCMotorCfg, DelayedPDActuatorCfg
 from isaaclab.actuators.actuator_pd import DCMotor, DelayedPDActuator
 from isaaclab.managers import EventTermCfg, ManagerTermBase, SceneEntityCfg
 from isaaclab.utils import configclass
+from isaaclab.utils import string as string_utils
 
 # --- data: the export replaces this block with its numbers ---
 JOINT_NAMES: list[str] = []
@@ -35,6 +36,9 @@ ACTUATOR_VALUES: dict = {}
 SERVO_MOTOR: dict = {}
 #: the event terms of SysidEventsCfg: name -> {"func", "joint_names" or "body_names", "params"}
 EVENT_TERMS: dict = {}
+#: the fitted friction law: {"name": law} and, beyond Coulomb, {"params": SysidFrictionActuatorCfg field -> joint ->
+#: value} (units in SysidFrictionActuatorCfg)
+FRICTION_LAW: dict = {"name": "coulomb"}
 # --- end of data ---
 
 
@@ -78,6 +82,12 @@ def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | di
         randomize_delay: min/max delay = the delay's randomization range (drawn per env; on
             Newton's native actuators by the ``actuator_delay`` event term); False: both = the
             fitted delay (then use ``make_events_cfg(randomize_delay=False)``).
+
+    Returns:
+        ``DelayedPDActuatorCfg`` for a Coulomb fit (Newton's native actuators run it); for any other friction law
+        (``FRICTION_LAW``) :class:`SysidFrictionActuatorCfg`, the same PD and delay applying the law every physics
+        step (Isaac Lab's actuator path: set ``sim.use_newton_actuators = False``; the Stribeck law needs the
+        articulation, bound by :func:`make_events_cfg`'s ``friction_law`` term or :func:`bind_friction_law`).
     """
     _check_friction_units()
     if SERVO_MOTOR:
@@ -88,14 +98,12 @@ def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | di
     if PHYSICS == "newton":
         values.pop("dynamic_friction", None)  # Newton has one Coulomb level (and warns on a dynamic one)
     fitted_kp, fitted_kd = values.pop("stiffness", 0.0), values.pop("damping", 0.0)
-    return DelayedPDActuatorCfg(
-        joint_names_expr=list(JOINT_NAMES),
-        stiffness=fitted_kp if stiffness is None else stiffness,
-        damping=fitted_kd if damping is None else damping,
-        min_delay=lo,
-        max_delay=hi,
-        **values,
-    )
+    kwargs = dict(joint_names_expr=list(JOINT_NAMES), stiffness=fitted_kp if stiffness is None else stiffness,
+                  damping=fitted_kd if damping is None else damping, min_delay=lo, max_delay=hi, **values)
+    if FRICTION_LAW["name"] == "coulomb":
+        return DelayedPDActuatorCfg(**kwargs)
+    return SysidFrictionActuatorCfg(friction_law=FRICTION_LAW["name"], physics_dt=PHYSICS_DT,
+                                    **{k: dict(v) for k, v in FRICTION_LAW["params"].items()}, **kwargs)
 
 
 def servo_motor_values(kp_register: float | dict, supply_v: float | dict | None = None, kt: dict | None = None,
@@ -156,6 +164,164 @@ def _configclass_here(cls):
         return configclass(cls)
     finally:
         del sys.modules[__name__]
+
+
+#: the SysidFrictionActuatorCfg fields of each friction law (the fit's group in docs/friction.md of isaaclab_sysid)
+LAW_FIELDS = {
+    "coulomb": (),
+    "stribeck": ("static_friction", "dynamic_ratio", "stribeck_velocity", "stribeck_shape"),
+    "sigmoid": ("sigmoid_amplitude", "sigmoid_slope", "sigmoid_offset"),
+    "dahl": ("coulomb_friction", "presliding_stiffness"),
+}
+#: each field's domain (lower, upper): a value outside is refused, a randomization range is cut to it
+LAW_DOMAINS = {"static_friction": (0.0, math.inf), "dynamic_ratio": (0.0, 1.0), "stribeck_velocity": (1e-6, math.inf),
+               "stribeck_shape": (1e-6, math.inf), "sigmoid_amplitude": (0.0, math.inf),
+               "sigmoid_slope": (1e-6, math.inf), "sigmoid_offset": (-math.inf, math.inf),
+               "coulomb_friction": (0.0, math.inf), "presliding_stiffness": (0.0, math.inf)}
+
+
+class SysidFrictionActuator(DelayedPDActuator):
+    """``DelayedPDActuator`` that also applies the fitted friction law every physics step, per env.
+
+    From the joint velocity at the start of the step (float64, the law of isaaclab_sysid's replay):
+
+    * ``stribeck``: the budget ``Fc + (Fs - Fc) exp(-|v / vs|^delta)``, ``Fc = dynamic_ratio Fs``, written as the joint's
+      Coulomb friction (Newton's joint friction is MuJoCo's ``frictionloss``: the joint sticks below the budget; on
+      PhysX 5 static = dynamic friction effort = the budget). Needs the articulation (:meth:`bind`).
+    * ``sigmoid``: the torque ``-[phi1 / (1 + exp(-phi2 (v + phi3))) - phi1 / (1 + exp(-phi2 phi3))]`` added to the
+      effort (after the effort limit's clip: it is the joint's friction, not the motor's torque).
+    * ``dahl``: the torque ``-F`` added likewise, then the bristle force advanced over the step exactly at that
+      velocity, ``F <- Fc sign(v) + (F - Fc sign(v)) exp(-sigma0 |v| dt / Fc)`` (0 where Fc is 0); ``reset`` zeroes F.
+
+    Attributes:
+        law_params: field -> (num_envs, num_joints) float64 per-env values (the ``randomize_friction_law`` term
+            writes them).
+        bristle: (num_envs, num_joints) the Dahl bristle force [N m].
+        friction_effort: (num_envs, num_joints) the law's torque added in the last step [N m] (0 for ``stribeck``,
+            whose friction the solver applies).
+        friction_budget: (num_envs, num_joints) the Stribeck budget written in the last step [N m] (None otherwise).
+    """
+
+    cfg: "SysidFrictionActuatorCfg"
+
+    def __init__(self, cfg: "SysidFrictionActuatorCfg", *args, **kwargs):
+        super().__init__(cfg, *args, **kwargs)
+        if cfg.friction_law not in LAW_FIELDS or cfg.friction_law == "coulomb":
+            raise ValueError(f"SysidFrictionActuatorCfg.friction_law must be one of {list(LAW_FIELDS)[1:]}, got "
+                             f"{cfg.friction_law!r} (a Coulomb fit is DelayedPDActuatorCfg with joint friction)")
+        if not cfg.physics_dt > 0:
+            raise ValueError(f"SysidFrictionActuatorCfg.physics_dt must be > 0 [s], got {cfg.physics_dt!r}")
+        self.law = cfg.friction_law
+        self.law_params = {f: self._per_joint(f, getattr(cfg, f)) for f in LAW_FIELDS[self.law]}
+        self.bristle = torch.zeros(self._num_envs, self.num_joints, dtype=torch.float64, device=self._device)
+        self.friction_effort = torch.zeros(self._num_envs, self.num_joints, device=self._device)
+        self.friction_budget = None
+        self._asset = None
+
+    def _per_joint(self, name: str, value) -> torch.Tensor:
+        """(num_envs, num_joints) float64 of a field given for every joint (a number, or joint-name regex -> value)."""
+        if value is None:
+            raise ValueError(f"SysidFrictionActuatorCfg.{name} is needed by the {self.cfg.friction_law} law")
+        if isinstance(value, (int, float)):
+            vals = [float(value)] * self.num_joints
+        else:
+            _, names, v = string_utils.resolve_matching_names_values(dict(value), self.joint_names)
+            by_name = dict(zip(names, v))
+            missing = [j for j in self.joint_names if j not in by_name]
+            if missing:
+                raise ValueError(f"SysidFrictionActuatorCfg.{name} gives no value for joint(s) {missing}")
+            vals = [float(by_name[j]) for j in self.joint_names]
+        lo, hi = LAW_DOMAINS[name]
+        if not all(lo <= x <= hi for x in vals):
+            raise ValueError(f"SysidFrictionActuatorCfg.{name} must lie in [{lo}, {hi}], got {vals}")
+        return torch.tensor(vals, dtype=torch.float64, device=self._device).repeat(self._num_envs, 1)
+
+    def bind(self, articulation) -> None:
+        """The articulation whose joint friction the Stribeck law writes every step (the group's joints)."""
+        self._asset = articulation
+        ids = self.joint_indices
+        self._joint_ids = None if isinstance(ids, slice) else torch.as_tensor(ids, device=self._device).to(torch.int32)
+
+    def reset(self, env_ids):
+        super().reset(env_ids)
+        self.bristle[slice(None) if env_ids is None else env_ids] = 0.0
+
+    def compute(self, control_action, joint_pos: torch.Tensor, joint_vel: torch.Tensor):
+        """The delayed PD's effort (clipped to the effort limit) plus the friction law's torque of this step."""
+        tau = self._law_torque(joint_vel.to(torch.float64))
+        out = super().compute(control_action, joint_pos, joint_vel)
+        self.friction_effort = tau.to(out.joint_efforts.dtype)
+        out.joint_efforts = out.joint_efforts + self.friction_effort
+        return out
+
+    def _law_torque(self, qd: torch.Tensor) -> torch.Tensor:
+        """(num_envs, num_joints) the torque the law adds this step [N m]; the Stribeck budget is written instead."""
+        p = self.law_params
+        if self.law == "stribeck":
+            if self._asset is None:
+                raise RuntimeError("SysidFrictionActuator: the Stribeck law writes the joint friction every step and is "
+                                   "not bound to its articulation: add make_events_cfg()'s friction_law term or call "
+                                   "bind_friction_law(env.scene[ASSET_NAME])")
+            fs, vs, shape = p["static_friction"], p["stribeck_velocity"], p["stribeck_shape"]
+            fc = p["dynamic_ratio"] * fs
+            x = (qd / vs).abs()
+            budget = fc + (fs - fc) * torch.exp(-torch.where(shape == 2.0, x * x, x ** shape))
+            self.friction_budget = budget
+            b32 = budget.to(torch.float32)
+            kw = {"joint_dynamic_friction_coeff": b32} if PHYSICS == "physx" else {}
+            self._asset.write_joint_friction_coefficient_to_sim_index(joint_friction_coeff=b32, joint_ids=self._joint_ids,
+                                                                      **kw)
+            return torch.zeros_like(qd)
+        if self.law == "sigmoid":
+            a, s, o = p["sigmoid_amplitude"], p["sigmoid_slope"], p["sigmoid_offset"]
+            return -(a / (1.0 + torch.exp(-s * (qd + o))) - a / (1.0 + torch.exp(-s * o)))
+        fc, sigma0 = p["coulomb_friction"], p["presliding_stiffness"]
+        tau = -self.bristle
+        target = fc * torch.sign(qd)
+        decay = torch.exp(-sigma0 * qd.abs() * float(self.cfg.physics_dt) / torch.where(fc > 0, fc, 1.0))
+        self.bristle = torch.where(fc > 0, target + (self.bristle - target) * decay, 0.0)
+        return tau
+
+
+@_configclass_here
+class SysidFrictionActuatorCfg(DelayedPDActuatorCfg):
+    """The fit's actuator with its friction law (:class:`SysidFrictionActuator`): ``DelayedPDActuatorCfg``'s PD, delay
+    and limits, and the law's numbers per joint (a number for every joint, or joint-name regex -> value). The joint's
+    native Coulomb ``friction`` stays 0 under the sigmoid and Dahl laws (the law is the whole dry friction)."""
+
+    class_type: type = SysidFrictionActuator
+    friction_law: str = "stribeck"
+    """The law: ``stribeck``, ``sigmoid`` or ``dahl`` (docs/friction.md of isaaclab_sysid)."""
+    physics_dt: float = 0.001
+    """The physics step [s] over which the Dahl bristle state advances each compute (the task's ``sim.dt``)."""
+    static_friction: dict[str, float] | float | None = None
+    """Stribeck: the break-away friction Fs [N m] (the fit's ``mu_static``)."""
+    dynamic_ratio: dict[str, float] | float | None = None
+    """Stribeck: the sliding level as a fraction of Fs, Fc = dynamic_ratio Fs [-], in [0, 1]."""
+    stribeck_velocity: dict[str, float] | float | None = None
+    """Stribeck: the velocity vs [rad/s] over which the budget falls from Fs to Fc."""
+    stribeck_shape: dict[str, float] | float | None = None
+    """Stribeck: the shape exponent delta [-] of exp(-|v / vs|^delta) (2: Gaussian)."""
+    sigmoid_amplitude: dict[str, float] | float | None = None
+    """Sigmoid (Gaz et al. 2019): the amplitude phi1 [N m]."""
+    sigmoid_slope: dict[str, float] | float | None = None
+    """Sigmoid: the slope phi2 [s/rad]."""
+    sigmoid_offset: dict[str, float] | float | None = None
+    """Sigmoid: the velocity offset phi3 [rad/s]."""
+    coulomb_friction: dict[str, float] | float | None = None
+    """Dahl: the sliding friction Fc [N m] the bristle force saturates at (the fit's ``friction``)."""
+    presliding_stiffness: dict[str, float] | float | None = None
+    """Dahl: the bristle stiffness sigma0 [N m/rad] (dF/dx at F = 0)."""
+
+
+def bind_friction_law(articulation, group_name: str = "sysid_arm") -> None:
+    """Bind ``articulation``'s :class:`SysidFrictionActuator` group ``group_name`` to it (the Stribeck law writes the
+    joint friction through it); what :func:`make_events_cfg`'s ``friction_law`` term does at startup."""
+    act = articulation.actuators[group_name]
+    if not isinstance(act, SysidFrictionActuator):
+        raise ValueError(f"actuator group {group_name!r} is not make_actuator_cfg's SysidFrictionActuator "
+                         f"({type(act).__name__}; on Newton set sim.use_newton_actuators = False)")
+    act.bind(articulation)
 
 
 @_configclass_here
@@ -278,6 +444,27 @@ class randomize_servo_motor(ManagerTermBase):
         act._vel_at_effort_lim[ids, col] = vlim * (1.0 + eff / sat)
 
 
+class randomize_friction_law(ManagerTermBase):
+    """Binds the arm's :class:`SysidFrictionActuator` to its articulation (at construction) and, per env, draws each
+    friction-law number of ``ranges`` (field -> joint -> (lower, upper), the field's unit) uniformly into the
+    actuator's ``law_params``; a number without a range keeps its fitted value."""
+
+    def __init__(self, cfg, env):
+        super().__init__(cfg, env)
+        self.asset = env.scene[cfg.params["asset_cfg"].name]
+        bind_friction_law(self.asset, cfg.params["group_name"])
+        self.actuator = self.asset.actuators[cfg.params["group_name"]]
+
+    def __call__(self, env, env_ids, asset_cfg, group_name, ranges):
+        act = self.actuator
+        ids = _env_ids(env, env_ids, act._device).long()
+        names = list(act.joint_names)
+        for field, per_joint in ranges.items():
+            col = act.law_params[field]
+            for joint, r in per_joint.items():
+                draw = torch.rand(len(ids), device=act._device, dtype=torch.float64) * (float(r[1]) - float(r[0]))
+                col[ids, names.index(joint)] = draw + float(r[0])
+
 class randomize_actuator_delay(ManagerTermBase):
     """Per env, the actuator delay [physics steps] drawn uniformly from the integers of ``delay_range``.
 
@@ -328,7 +515,7 @@ def _term_func(name: str):
 
         return getattr(mdp, name[len("mdp."):])
     return {"randomize_joint_dynamics": randomize_joint_dynamics, "randomize_actuator_delay": randomize_actuator_delay,
-            "randomize_servo_motor": randomize_servo_motor}[name]
+            "randomize_servo_motor": randomize_servo_motor, "randomize_friction_law": randomize_friction_law}[name]
 
 
 def _event_term(spec: dict) -> EventTermCfg:
@@ -346,15 +533,20 @@ SysidEventsCfg = configclass(type("SysidEventsCfg", (), {
 }))
 
 
-def make_events_cfg(mode: str = "startup", randomize_delay: bool = True) -> SysidEventsCfg:
+def make_events_cfg(mode: str = "startup", randomize_delay: bool = True,
+                    randomize_friction_law: bool = True) -> SysidEventsCfg:
     """:class:`SysidEventsCfg` with every term in ``mode`` (``startup``: drawn once per env; ``reset``:
-    redrawn at every reset); ``randomize_delay=False`` drops the delay term (for a fixed-delay actuator)."""
+    redrawn at every reset); ``randomize_delay=False`` drops the delay term (for a fixed-delay actuator);
+    ``randomize_friction_law=False`` keeps the ``friction_law`` term's binding of the actuator to the
+    articulation but draws nothing (every env at the fitted law)."""
     ev = SysidEventsCfg()
     for name, term in list(vars(ev).items()):
         if not isinstance(term, EventTermCfg):
             continue
         if name == "actuator_delay" and not randomize_delay:
             setattr(ev, name, None)
-        else:
-            term.mode = mode
+            continue
+        if name == "friction_law" and not randomize_friction_law:
+            term.params["ranges"] = {}
+        term.mode = mode
     return ev

@@ -1,0 +1,170 @@
+"""The exported Isaac Lab module run as fitted: a recorded joint-PD run replayed through the module's own actuator.
+
+The proof that a fit lands in Isaac Lab is not a read-back of its numbers but a replay: :func:`replay_exported` builds
+a kit-less Isaac Lab ``ManagerBasedEnv`` on Newton (one arm, the project's USD of the fit's robot,
+``sim/isaaclab_backend/asset.py``) whose arm carries the generated module's actuator (``apply_to``: the fitted joint
+properties, delay and friction law, with the run's PD gains), steps it one physics step per 1 ms tick with the run's
+position setpoint as the action, and samples the joint positions at the run's sample ticks, with the replay semantics of
+docs/replay.md (the first setpoint held over the warm-up, the state at the start of each sample tick). No event term
+draws anything: every number is the fitted one. :func:`parity` compares it with the fit's own replay of the fitted
+values (the native MuJoCo loop, ``export/mjcf.py: fit_rollouts``).
+
+Joint-PD runs only: a task-impedance run's controller lives in the task, not in the exported actuator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+
+from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.export.build import ExportError
+from isaaclab_sysid.robots.robot import Robot
+from isaaclab_sysid.sim.interface import ReplayOptions, replay_gravity
+from isaaclab_sysid.sim.schedule import schedule_of
+from isaaclab_sysid.timebase import TICK_S
+
+
+class ParityError(ExportError):
+    """A run or export the parity replay cannot serve (one line)."""
+
+
+@dataclass
+class ParityRow:
+    """One run replayed through the exported actuator and by the fit.
+
+    Attributes:
+        run: the run's name.
+        law: the export's friction law.
+        q_rms: (N,) RMS over the samples of the exported replay's q minus the fit's [rad], per joint.
+        q_max: the largest |difference| [rad].
+        q_exported, q_fit: (T, N) the two replays' joint positions [rad].
+    """
+
+    run: str
+    law: str
+    q_rms: np.ndarray
+    q_max: float
+    q_exported: np.ndarray
+    q_fit: np.ndarray
+
+    @property
+    def rms(self) -> float:
+        """RMS over every joint and sample [rad]."""
+        return float(np.sqrt(np.mean((self.q_exported - self.q_fit) ** 2)))
+
+
+def _env_cfg(mod: ModuleType, robot: Robot, kp: np.ndarray, kd: np.ndarray, gravity: bool, device: str):
+    import isaaclab.sim as sim_utils
+    from isaaclab.assets import ArticulationCfg
+    from isaaclab.envs import ManagerBasedEnvCfg
+    from isaaclab.envs.mdp import JointPositionActionCfg, joint_pos
+    from isaaclab.managers import ObservationGroupCfg, ObservationTermCfg
+    from isaaclab.scene import InteractiveSceneCfg
+    from isaaclab.sim import SimulationCfg
+    from isaaclab.utils import configclass
+
+    from isaaclab_sysid.sim.isaaclab_backend.asset import robot_usd
+    from isaaclab_sysid.sim.isaaclab_backend.scene import physics_cfg
+
+    names = list(mod.JOINT_NAMES)
+    q0 = 0.5 * (robot.q_lower + robot.q_upper)
+    base = ArticulationCfg(
+        prim_path="{ENV_REGEX_NS}/Robot",
+        spawn=sim_utils.UsdFileCfg(usd_path=str(robot_usd(robot))),
+        init_state=ArticulationCfg.InitialStateCfg(joint_pos={n: float(v) for n, v in zip(names, q0)}, joint_vel={".*": 0.0}),
+        actuators={},
+    )
+
+    @configclass
+    class ActionsCfg:
+        target = JointPositionActionCfg(asset_name=mod.ASSET_NAME, joint_names=names, preserve_order=True, scale=1.0,
+                                        use_default_offset=False)
+
+    scene = InteractiveSceneCfg(num_envs=1, env_spacing=2.0)
+    per = lambda v: {n: float(x) for n, x in zip(names, v)}  # noqa: E731
+    setattr(scene, mod.ASSET_NAME, mod.apply_to(base, stiffness=per(kp), damping=per(kd), randomize_delay=False))
+    obs = ObservationGroupCfg()
+    obs.q = ObservationTermCfg(func=joint_pos)
+    native = mod.FRICTION_LAW["name"] == "coulomb"  # Newton's native delayed PD; the law's actuator runs in Isaac Lab
+    return ManagerBasedEnvCfg(
+        sim=SimulationCfg(dt=float(mod.PHYSICS_DT), device=device, gravity=(0.0, 0.0, -9.81) if gravity else (0.0, 0.0, 0.0),
+                          physics=physics_cfg("newton"), use_newton_actuators=native),
+        scene=scene, decimation=1, observations={"policy": obs}, actions=ActionsCfg(), seed=0,
+    )
+
+
+def replay_exported(mod: ModuleType, robot: Robot, runs: Sequence[Run], options: ReplayOptions,
+                    device: str = "cpu") -> list[np.ndarray]:
+    """(T, N) joint positions [rad] of each joint-PD run replayed through the exported module's actuator.
+
+    Args:
+        mod: the generated module (``export/check.py: load_export_module``), written for Newton at a 1 ms physics step.
+        robot: the fit's arm (joints ``mod.JOINT_NAMES``).
+        options: the fit's replay options (warm-up ticks, gravity).
+
+    Raises:
+        ParityError: a run that is not joint PD, an export for another engine or physics step, other joints.
+    """
+    import torch
+    from isaaclab.envs import ManagerBasedEnv
+    from isaaclab.sim import SimulationContext
+
+    if list(mod.JOINT_NAMES) != list(robot.joint_names):
+        raise ParityError(f"the export's joints {list(mod.JOINT_NAMES)} are not robot '{robot.name}''s")
+    if mod.PHYSICS != "newton" or abs(float(mod.PHYSICS_DT) - TICK_S) > 1e-12:
+        raise ParityError(f"the parity replay runs the export on Newton at the fit's 1 ms tick; this one is for "
+                          f"{mod.PHYSICS} at {float(mod.PHYSICS_DT) * 1e3:g} ms")
+    n = robot.n_dof
+    out = []
+    for run in runs:
+        s = schedule_of(run, n)
+        if s.controller != "joint_pd":
+            raise ParityError(f"run '{run.name}' is {s.controller}: the exported actuator replays joint-PD runs (the "
+                              "task's controller computes a task-impedance run's torque)")
+        W = int(options.warmup_ticks)
+        if SimulationContext.instance() is not None:
+            SimulationContext.clear_instance()
+        env = ManagerBasedEnv(_env_cfg(mod, robot, s.kp, s.kd, replay_gravity(options, s.gravity_compensated), device))
+        try:
+            art = env.scene[mod.ASSET_NAME]
+            if mod.FRICTION_LAW["name"] != "coulomb":
+                mod.bind_friction_law(art)
+            q0 = torch.tensor(s.q_init, dtype=torch.float32, device=env.device)[None]
+            art.write_joint_position_to_sim_index(position=q0)
+            art.write_joint_velocity_to_sim_index(velocity=torch.zeros_like(q0))
+            art.reset()  # after the writes: empties the delay buffers (and the Dahl bristle state)
+            env.sim.forward()
+            art.update(0.0)
+            ks = np.arange(-W, s.last_tick + 1)
+            rows = np.searchsorted(s.sp_ticks, np.maximum(ks, 0), side="right") - 1
+            targets = torch.tensor(s.sp_values[np.maximum(rows, 0)], dtype=torch.float32, device=env.device)
+            at = {int(k): i for i, k in enumerate(s.sample_ticks)}
+            q = np.full((s.n_samples, n), np.nan)
+            for j, k in enumerate(ks):
+                if int(k) in at:
+                    q[at[int(k)]] = art.data.joint_pos.torch[0].detach().cpu().numpy()
+                if k >= s.last_tick:
+                    break
+                env.step(targets[j][None])
+        finally:
+            env.close()
+            if SimulationContext.instance() is not None:
+                SimulationContext.clear_instance()
+        out.append(q)
+    return out
+
+
+def parity(mod: ModuleType, robot: Robot, runs: Sequence[Run], options: ReplayOptions,
+           fit_q: Sequence[np.ndarray], device: str = "cpu") -> list[ParityRow]:
+    """Each run replayed through the export (:func:`replay_exported`) against the fit's replay ``fit_q`` ((T, N) each:
+    ``export/mjcf.py: fit_rollouts`` of the fitted values)."""
+    rows = []
+    for run, qe, qf in zip(runs, replay_exported(mod, robot, runs, options, device), fit_q):
+        d = qe - np.asarray(qf)
+        rows.append(ParityRow(run.name, mod.FRICTION_LAW["name"], np.sqrt(np.mean(d**2, axis=0)),
+                              float(np.abs(d).max()), qe, np.asarray(qf)))
+    return rows
