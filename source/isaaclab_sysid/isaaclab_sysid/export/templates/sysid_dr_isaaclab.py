@@ -191,7 +191,8 @@ class SysidFrictionActuator(DelayedPDActuator):
     * ``sigmoid``: the torque ``-[phi1 / (1 + exp(-phi2 (v + phi3))) - phi1 / (1 + exp(-phi2 phi3))]`` added to the
       effort (after the effort limit's clip: it is the joint's friction, not the motor's torque).
     * ``dahl``: the torque ``-F`` added likewise, then the bristle force advanced over the step exactly at that
-      velocity, ``F <- Fc sign(v) + (F - Fc sign(v)) exp(-sigma0 |v| dt / Fc)`` (0 where Fc is 0); ``reset`` zeroes F.
+      velocity, ``F <- Fc sign(v) + (F - Fc sign(v)) exp(-sigma0 |v| dt / Fc)`` (0 where Fc is 0); ``reset`` zeroes F
+      (Isaac Lab computes the actuators once more at an env's reset, from the reset state: at rest, F stays 0).
 
     Attributes:
         law_params: field -> (num_envs, num_joints) float64 per-env values (the ``randomize_friction_law`` term
