@@ -122,17 +122,27 @@ def test_the_hand_config_on_a_handless_arm_names_the_missing_hand_first(nohand_r
     body = json.loads((tmp_path / "default" / "rb_params.json").read_text())
     assert body["verdict"]["carried_evidence"]["supported"] == "franka_panda_nohand"
     assert body["carries"].startswith("the Franka Hand")
-    # rejected (forced here: every p-value below the threshold), the missing hand is the first cause listed
-    from isaaclab_sysid.rigid_body import writers
+    # rejected (forced here: the SDP set's prediction counted as measurably worse whatever it is), every cause is
+    # tested and ranked: the missing hand first (supported), the untested ones next, gravity and a bias refuted last
+    from isaaclab_sysid.rigid_body import decision
 
-    monkeypatch.setattr(writers, "CONSISTENCY_ALPHA", 1.01)
+    monkeypatch.setattr(decision, "WORSE_POOLED", -1.0)
+    monkeypatch.setattr(decision, "DECISION_Z", -np.inf)
     out = _identify(paths, tmp_path / "rejected", capsys)
     lines = out.splitlines()
-    first = lines[next(i for i, ln in enumerate(lines) if ln.startswith("verdict: REJECTED")) + 1]
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("verdict: REJECTED"))
+    first = lines[at + 1]
     assert first.startswith("  - the arm carried no hand: identified panda_link7") and "--robot franka_panda_nohand" in first
-    assert "gravity in the signal" in lines[lines.index(first) + 1]
+    assert "[supported]" in first
+    causes = lines[at + 1:at + 6]
+    assert [c.split(":")[0] for c in causes[1:3]] == ["  - wrong robot", "  - friction model"]
+    assert all("[untested]" in c for c in causes[1:3]) and all("[refuted]" in c for c in causes[3:5])
+    assert {c.split(":")[0] for c in causes[3:5]} == {"  - gravity in the signal", "  - a constant torque bias"}
     body = json.loads((tmp_path / "rejected" / "rb_params.json").read_text())
     assert body["verdict"]["likely_causes"][0].startswith("the arm carried no hand")
+    assert [c["status"] for c in body["verdict"]["causes"]] == ["supported", "untested", "untested", "refuted", "refuted"]
+    report = (tmp_path / "rejected" / "report.md").read_text()
+    assert "## Verdict: REJECTED" in report and "| 1 | carried | supported |" in report
 
 
 def test_with_the_flag_usable_masses_near_the_truth_and_the_fit_takes_the_file(nohand_runs, tmp_path, capsys):

@@ -22,6 +22,13 @@ and matters: the q error it alone leaves on its joint (RMS over the windows, thr
 :data:`FLOOR_SHARE_MIN` x the drift floor, and, for a lag, it is at least a tick (1 ms: the delay's resolution;
 a right model of the twin leaves sub-tick lags of 0.3-0.5 ms, its integrator's timing).
 
+* **what explains a bias** (:mod:`isaaclab_sysid.robots.end_effector`): a constant bias found this way is the mean,
+  over the windows' poses, of the torque the model gets wrong. An inertial error of the end effector (the Franka Hand
+  modelled but absent, or the reverse; a tool no config states) leaves the pattern of its gravity over those poses:
+  each other config of the arm (``g_variant - g_config``), a point mass at the flange (its scale the mass [kg]), and
+  the arm's own gravity (the log's gravity taken the wrong way) are fitted to the bias, weighted by its standard
+  errors; one that explains :data:`~isaaclab_sysid.robots.end_effector.EXPLAINED_MIN` of it is named with the flag or
+  config that fixes it (``--robot franka_panda_nohand``) instead of the offset group.
 * **torque noise**: white noise of std sigma on the logged torque (measured from the log,
   :func:`~isaaclab_sysid.fit.torque_noise.torque_noise`) moves the replay by what :func:`torque_noise_floor`
   simulates: the fitted model replayed with the logged torque and with fresh white noise of sigma added, the q
@@ -43,6 +50,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
+from isaaclab_sysid.robots.end_effector import (
+    FLANGE_MASS,
+    PatternFit,
+    explain_bias,
+    flange_gravity,
+    mean_gravity,
+    variant_gravity,
+)
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayBackend, RunRollout
 from isaaclab_sysid.timebase import TICK_HZ
 
@@ -65,6 +80,7 @@ class TorqueResidualDiagnostics:
             motion leads the logged torque: a sensor filter or late states), its z and q error [mrad RMS].
         torque_noise_nm: the logged torque's white noise [N m]; torque_noise_floor_mrad: the q floor it leaves.
         windows: windows used (finite ones).
+        explanations: the end-effector and gravity patterns fitted to the offsets, best first (module docstring).
     """
 
     offset_nm: np.ndarray
@@ -76,6 +92,11 @@ class TorqueResidualDiagnostics:
     torque_noise_nm: np.ndarray
     torque_noise_floor_mrad: np.ndarray
     windows: int
+    explanations: tuple[PatternFit, ...] = ()
+
+    def explanation(self) -> PatternFit | None:
+        """The pattern that explains the offsets (the best named one), or None."""
+        return next((f for f in self.explanations if f.named), None)
 
     def offset_joints(self, floor_mrad: float) -> list[int]:
         """0-based joints whose offset is named against the drift floor ``floor_mrad`` (module docstring)."""
@@ -149,6 +170,7 @@ def diagnose(runs: Sequence[Run], rollouts: Sequence[RunRollout], windows: Seque
     mass = _mass(robot, armature)
     n = runs[0].n_dof
     per_win: list[tuple[np.ndarray, ...]] = []  # (K, N) y, x_offset, x_lag; (N,) diag of M^-1
+    poses: list[np.ndarray] = []  # the windows' poses, every 20th sample: where the bias is averaged
     for run, ro, wins in zip(runs, rollouts, windows):
         e = run.q - ro.q[candidate]
         ticks = run.sample_ticks()
@@ -163,6 +185,7 @@ def diagnose(runs: Sequence[Run], rollouts: Sequence[RunRollout], windows: Seque
             P = _project(t)
             Minv = np.linalg.inv(M)
             per_win.append((P @ y, P @ np.repeat((t**2 / 2)[:, None], n, axis=1), P @ integ, np.diag(Minv).copy()))
+            poses.append(run.q[a:b:20])
     if not per_win:
         raise ValueError("no finite shooting window to diagnose")
     beta = np.zeros((n, 2))
@@ -191,12 +214,47 @@ def diagnose(runs: Sequence[Run], rollouts: Sequence[RunRollout], windows: Seque
         se[j] = np.sqrt(np.maximum(np.diag(cov), 1e-300))
         q_part[j] = 1e3 * np.sqrt(part / samples)
     z = beta / se
+    explanations = explain_offsets(robot, np.vstack(poses), -beta[:, 0], se[:, 0])
     return TorqueResidualDiagnostics(
         offset_nm=-beta[:, 0], offset_z=-z[:, 0], offset_q_mrad=q_part[:, 0],
         lag_ms=-1e3 * beta[:, 1], lag_z=-z[:, 1], lag_q_mrad=q_part[:, 1],
         torque_noise_nm=np.asarray(torque_noise_nm, dtype=float),
         torque_noise_floor_mrad=np.asarray(torque_noise_floor_mrad, dtype=float),
-        windows=len(per_win))
+        windows=len(per_win), explanations=tuple(explanations))
+
+
+def explain_offsets(robot, poses: np.ndarray, offset_nm: np.ndarray, se_nm: np.ndarray) -> list[PatternFit]:
+    """The end-effector and gravity patterns over ``poses`` (K, N) [rad] fitted to the offsets (N,) [N m] with
+    standard errors ``se_nm`` (N,), best first (module docstring; empty without finite standard errors)."""
+    if not np.all(np.isfinite(se_nm)):
+        return []
+    patterns = dict(variant_gravity(robot, poses))
+    g = mean_gravity(robot, poses)
+    patterns["gravity in the log"] = (g, "")
+    patterns["gravity not in the log"] = (-g, "")
+    patterns[FLANGE_MASS] = (flange_gravity(robot, poses), "")
+    return explain_bias(offset_nm, se_nm, patterns)
+
+
+def _offset_fix(d: TorqueResidualDiagnostics) -> str:
+    """What fixes the offsets: the end effector or gravity that explains them, else the offset group."""
+    f = d.explanation()
+    if f is None:
+        return "fit the offset (--fit_groups ...,torque_offset; seed_fit.py seeds it from the LS offsets)"
+    share = f"{100 * f.explained:.0f} % of it"
+    if f.name == FLANGE_MASS:
+        more = "more" if f.scale > 0 else "less"
+        return (f"an inertial error of the end effector explains it: a point mass of {abs(f.scale):.2f} kg {more} at "
+                f"the flange than the config states explains {share} by its gravity over the run's poses; state what the "
+                "arm carries (a config with a [tool], docs/rigid_body.md) and give it as --robot to "
+                "identify_rigid_body.py and to this fit")
+    if f.name.startswith("gravity"):
+        flag = "--torque_includes_gravity" if f.name == "gravity in the log" else "--no_torque_includes_gravity"
+        return (f"the arm's gravity over the run's poses explains {share} (scale {f.scale:.2f}): the log's gravity is "
+                f"the other way: {flag}")
+    return (f"an inertial error of the end effector explains it: the end effector of {f.name} ({f.carries}) explains "
+            f"{share} by its gravity over the run's poses (scale {f.scale:.2f}): --robot {f.name} (with --nominal from "
+            f"identify_rigid_body.py --robot {f.name})")
 
 
 def messages(d: TorqueResidualDiagnostics, joint_names: Sequence[str], residual_mrad: float, drift_floor_mrad: float,
@@ -215,7 +273,7 @@ def messages(d: TorqueResidualDiagnostics, joint_names: Sequence[str], residual_
         out.append("the residual carries a constant torque bias (a torque offset the model lacks, or a gravity or "
                    "inertial error that acts like one) on " + ", ".join(
                        f"{joint_names[j]} ({d.offset_nm[j]:+.3g} N m, z {d.offset_z[j]:.1f})" for j in off)
-                   + ": fit the offset (--fit_groups ...,torque_offset; seed_fit.py seeds it from the LS offsets)")
+                   + ": " + _offset_fix(d))
     late = [j for j in lag if d.lag_ms[j] > 0]
     early = [j for j in lag if d.lag_ms[j] < 0]
     if late:

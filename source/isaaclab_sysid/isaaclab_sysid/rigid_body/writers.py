@@ -15,6 +15,8 @@ import numpy as np
 from isaaclab_sysid.arm_model import NominalRefused, write_nominal
 from isaaclab_sysid.robots.identified import ADMIT_FLAG, inertials_to_dict, write_rb_params
 from isaaclab_sysid.rigid_body.carried import carried_evidence
+from isaaclab_sysid.rigid_body.causes import ranked_causes
+from isaaclab_sysid.rigid_body.decision import prediction_decision
 from isaaclab_sysid.rigid_body.pipeline import RigidBodyIdentification
 from isaaclab_sysid.rigid_body.report import plot_run, report_sections, write_report
 from isaaclab_sysid.robots import LinkInertial
@@ -55,60 +57,69 @@ class OutputFiles:
         return {k: v for k, v in out.items() if v is not None}
 
 
-#: The SDP set is rejected when its consistency test with the LS estimate gives a p-value below this.
+#: Below this p-value the SDP set's consistency test with the LS estimate fails: a warning naming the joints that
+#: differ, not a rejection (:mod:`.decision`: only a measurably worse prediction blocks the set).
 CONSISTENCY_ALPHA = 1e-3
 
 
 def nominal_verdict(res: RigidBodyIdentification, facts: dict[str, str] | None = None) -> dict:
-    """Whether ``nominal_inertials.json`` may be used: the SDP set must pass the consistency test with the LS
-    estimate (chi-square under the covariance the SDP used, p >= :data:`CONSISTENCY_ALPHA`) and the all-pose audit.
+    """Whether ``nominal_inertials.json`` may be used, and why (issue 43).
+
+    Blocked (``usable: false``) when the SDP set predicts torque measurably worse than the LS
+    (:func:`.decision.prediction_decision`, on the held-out runs, else the identification runs, said as such), when
+    it fails the all-pose audit, or when the data say the signal's gravity is the other way (the LS itself is then
+    wrong). A failed consistency test (p below :data:`CONSISTENCY_ALPHA` under the covariance the SDP used) is a
+    warning naming the joints that differ. Every cause is tested where it can be and ranked (:mod:`.causes`).
 
     Args:
         res: the identification.
         facts: what the signal was taken to contain and where from (``{"gravity_in_signal": ...}``).
     Returns:
-        ``{"usable", "reason", "test", "likely_causes", "carries", "carried_evidence"}`` (causes empty when usable;
-        when rejected and the last body's identified mass supports another end effector than the config's,
-        :mod:`.carried`, that cause comes first with its ``--robot``; when usable, it is a ``warning``), written into
-        both files.
+        ``{"usable", "reason", "test", "decision", "causes", "likely_causes", "warnings", "warning", "carries",
+        "carried_evidence"}``, written into both files: ``causes`` every cause ranked with its status, evidence and
+        fix; ``likely_causes`` their lines when blocked (empty when usable); ``warnings`` the failed consistency
+        test and the supported causes when usable (``warning``: the first).
     """
     c, reg = res.consistency, res.regressor
+    names, unit = reg.robot.joint_names, res.data.unit
     p, d2 = {
         "hac_conditioned": (c.p_value_conditioned_cov, c.mahalanobis_conditioned_cov),
         "hac": (c.p_value_hac_cov, c.mahalanobis_hac_cov),
         "ols": (c.p_value_ols_cov, c.mahalanobis_ols_cov),
     }[c.sdp_covariance]
     test = (f"SDP consistency with the LS estimate: Mahalanobis {d2:.1f} on {c.base_dof} dof under the "
-            f"{c.sdp_covariance} covariance, p {p:.3g} (rejected below {CONSISTENCY_ALPHA:g})")
+            f"{c.sdp_covariance} covariance, p {p:.3g} (a warning below {CONSISTENCY_ALPHA:g})")
+    decision = prediction_decision(res)
+    evidence = carried_evidence(reg.robot, dict(zip(reg.link_names, res.reconstruction.masses.tolist())))
+    causes = ranked_causes(res, evidence, (facts or {}).get("gravity_in_signal", ""))
+    gravity = next(x for x in causes if x.key == "gravity")
     problems = []
-    if not p >= CONSISTENCY_ALPHA:
-        problems.append(f"the physical (SDP) link inertials are inconsistent with the least-squares estimate "
-                        f"(p {p:.3g} < {CONSISTENCY_ALPHA:g})")
+    if decision.blocked:
+        problems.append(f"the physical (SDP) link inertials predict torque measurably worse than the least-squares "
+                        f"estimate: {decision.sentence(unit)}; joints that differ: {decision.joints_text(names, unit)}")
     if not res.audit_reconstructed.passed:
         problems.append("the SDP set fails the all-pose audit (M(q) not positive definite somewhere)")
-    evidence = carried_evidence(reg.robot, dict(zip(reg.link_names, res.reconstruction.masses.tolist())))
-    carried = evidence.cause() if evidence is not None else None
-    causes = []
-    if problems:
-        gravity = "with" if reg.options.gravity else "without"
-        other = "--no-tau-includes-gravity" if reg.options.gravity else "--tau-includes-gravity"
-        src = (facts or {}).get("gravity_in_signal", "")
-        causes = [
-            f"gravity in the signal: the model took {res.data.signal} {gravity} gravity" + (f" ({src})" if src else "")
-            + f"; if the signal is otherwise: {other} where the files do not say, else correct their sidecars",
-            f"wrong robot: {reg.robot.name} (configs/robots/{reg.robot.name}.toml); its kinematics, fixed links and "
-            "joint order must be the arm's (--robot)",
-            f"friction model: per joint {', '.join(reg.joint_terms)}; a friction the columns cannot follow (static "
-            "friction, Stribeck, position-dependent) lands in the inertials (--coulomb-deadband, longer or faster runs)",
-        ]
-        if carried is not None:  # the cause the identified masses support, first
-            causes.insert(0, carried)
-    out = {"usable": not problems, "reason": "; ".join(problems) if problems else "consistent: " + test,
-           "test": test, "likely_causes": causes, "carries": reg.robot.carries}
+    if gravity.status == "supported":
+        problems.append(f"the data say the signal's gravity is the other way ({gravity.evidence['ratio']:.2f}x the "
+                        "residual flipped): the least-squares estimate itself is wrong")
+    warnings = []
+    if not p >= CONSISTENCY_ALPHA:
+        warnings.append(f"the SDP set is statistically inconsistent with the LS estimate (p {p:.3g}) under a covariance "
+                        f"that autocorrelated residuals and model error make optimistic; {decision.sentence(unit)}, "
+                        f"not blocked; joints that differ: {decision.joints_text(names, unit)}")
+    supported = [x for x in causes if x.status == "supported"]
+    if not problems:
+        warnings += [x.line() for x in supported]
+    rests = (f"decided on the {decision.rests_on}: the SDP set is blocked only when it predicts torque measurably "
+             "worse than the LS")
+    out = {"usable": not problems, "reason": "; ".join(problems) if problems else f"{rests}; {decision.sentence(unit)}",
+           "test": test, "decision": decision.summary(names), "causes": [x.summary() for x in causes],
+           "likely_causes": [x.line() for x in causes] if problems else [], "warnings": warnings,
+           "carries": reg.robot.carries}
+    if warnings:
+        out["warning"] = warnings[0]
     if evidence is not None:
         out["carried_evidence"] = evidence.summary()
-        if carried is not None and not problems:
-            out["warning"] = carried
     return out
 
 
@@ -139,7 +150,7 @@ def write_identification(res: RigidBodyIdentification, out_dir: str | Path, verd
     elif notes:
         body["link_inertials"]["engine_adjustments"] = notes
     rb_params = write_rb_params(out / "rb_params.json", body)
-    report = write_report(out / "report.md", report_sections(res, pngs))
+    report = write_report(out / "report.md", [*report_sections(res, pngs), verdict_section(verdict)])
     return OutputFiles(rb_params, nominal, report, tuple(pngs), tuple(notes), refused)
 
 
@@ -151,15 +162,26 @@ def load_written(path: Path) -> dict[str, LinkInertial]:
 
 
 def verdict_lines(verdict: dict, files: OutputFiles) -> list[str]:
-    """The verdict as printed: one line, then the likely causes when the estimate is rejected."""
+    """The verdict as printed: one line, the warnings, then every cause ranked with its status and fix when blocked."""
     refused = [f"no nominal_inertials.json: {files.nominal_refused}"] if files.nominal_refused else []
+    warn = [f"warning: {w}" for w in verdict.get("warnings", [])]
     if verdict["usable"]:
-        warn = [f"warning: {verdict['warning']}"] if verdict.get("warning") else []
-        return [f"verdict: usable. {verdict['test']}"] + warn + refused
+        return [f"verdict: usable ({verdict['reason']}). {verdict['test']}"] + warn + refused
     where = (f"{files.nominal} is marked not to be used (--nominal refuses it unless {ADMIT_FLAG})"
              if files.nominal is not None else "no nominal_inertials.json was written")
-    return [f"verdict: REJECTED: {verdict['reason']}. {where}. Likely causes (the first the evidence supports most):"
-            ] + [f"  - {c}" for c in verdict["likely_causes"]] + refused
+    return ([f"verdict: REJECTED: {verdict['reason']}. {where}. Causes, tested and ranked (supported, inconclusive, "
+             "untested, refuted):"] + [f"  - {c}" for c in verdict["likely_causes"]] + warn + refused)
+
+
+def verdict_section(verdict: dict) -> str:
+    """``report.md``'s verdict: the decision, the warnings and every cause ranked with its status and fix."""
+    head = "usable" if verdict["usable"] else "REJECTED"
+    rows = "\n".join(f"| {i + 1} | {c['key']} | {c['status']} | {c['text']} | {c['fix']} |"
+                      for i, c in enumerate(verdict.get("causes", [])))
+    warns = "".join(f"\n- warning: {w}" for w in verdict.get("warnings", []))
+    return (f"## Verdict: {head}\n\n{verdict['reason']}\n\n{verdict['test']}{warns}\n\n"
+            "### Causes, tested against the data and ranked\n\n| rank | cause | status | evidence | fix |\n"
+            "|---|---|---|---|---|\n" + rows)
 
 
 def write_plots(res: RigidBodyIdentification, out: Path) -> list[str]:
