@@ -163,3 +163,21 @@ def test_friction_law_terms_draw_each_env_inside_the_ranges_and_reset_the_bristl
         env.close()
         if SimulationContext.instance() is not None:
             SimulationContext.clear_instance()
+
+
+def test_check_export_reads_a_stribeck_export_back(robot, tmp_path):
+    """scripts/check_export.py's read-back on a Stribeck export (Isaac Lab's actuator path): every law number starts at
+    the fitted one and is drawn inside its range and over it at every reset; armature, viscous and the delay as for a
+    Coulomb export, the latency included."""
+    from isaaclab_sysid.export.check import check_module, load_export_module
+
+    _ctx, module = law_fit(tmp_path, "stribeck", heldout_s=0.5)
+    report = check_module(load_export_module(module), robot, num_envs=16, resets=4, decimation=2, seed=4)
+    print("\n" + report.table())
+    assert report.ok, report.failures + [f"{r.label}: {r.failures}" for r in report.rows if r.failures]
+    labels = {r.label for r in report.rows}
+    joints = list(robot.joint_names)
+    for g in ("mu_static", "dynamic_ratio", "stribeck_shape", "stribeck_velocity", "armature", "viscous"):
+        assert {f"{g}[{j}]" for j in joints} <= labels
+    assert "delay" in labels and report.latency_ok
+    assert next(r for r in report.rows if r.label == "stribeck_velocity[panda_joint1]").fitted == 0.05  # not fitted

@@ -27,6 +27,15 @@ they must be the fitted ones, after the resets inside their ranges and spread ov
 ``randomize_actuator_gains`` terms); its effort limit (``clamping`` ``max_effort``) must stay the
 exported one. The latency probe then stays below the effort limit (half of the smallest).
 
+An export with a friction law beyond Coulomb (``FRICTION_LAW``) runs its ``SysidFrictionActuator`` on
+Isaac Lab's actuator path (``use_newton_actuators=False``): each law number is read from the
+actuator's per-env values (right after construction the fitted one, after the resets inside its
+exported range cut to the number's domain and spread over it: the ``friction_law`` term), the
+delay from its delay buffer, and under the sigmoid and Dahl laws the joint's native friction must
+read 0 (the law is the whole dry friction); the Stribeck law's joint friction is its budget of the
+last step, so it has no friction row. That the law then moves the arm as the fit's replay does is
+``export/parity.py``'s proof (tests/test_isaaclab_law_parity.py).
+
 Isaac Lab allows one simulation per process: the job builds one environment and
 closes it.
 
@@ -232,9 +241,15 @@ def _env_cfg(mod: ModuleType, robot: Robot, num_envs: int, decimation: int, sim_
         events.sysid_check_rest = EventTermCfg(func=_rest_at_target, mode="reset",
                                                params={"asset_cfg": SceneEntityCfg(mod.ASSET_NAME)})
     return ManagerBasedEnvCfg(
-        sim=SimulationCfg(dt=sim_dt, device=device, gravity=(0.0, 0.0, 0.0), physics=physics_cfg("newton")),
+        sim=SimulationCfg(dt=sim_dt, device=device, gravity=(0.0, 0.0, 0.0), physics=physics_cfg("newton"),
+                          use_newton_actuators=module_law(mod) == "coulomb"),
         scene=scene, decimation=decimation, observations={"policy": obs}, actions=ActionsCfg(), events=events, seed=seed,
     )
+
+
+def module_law(mod: ModuleType) -> str:
+    """The friction law an exported module applies (``FRICTION_LAW``; an export from before it existed: Coulomb)."""
+    return str(getattr(mod, "FRICTION_LAW", {"name": "coulomb"})["name"])
 
 
 def _rest_at_target(env, env_ids, asset_cfg) -> None:
@@ -349,6 +364,10 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
         if servo and "actuator_effort_limit" in mod.ACTUATOR_VALUES:
             probe = min(PROBE_EFFORT, 0.5 * min(float(v) for v in mod.ACTUATOR_VALUES["actuator_effort_limit"].values()))
         lo_d, hi_d = tuple(int(v) for v in mod.DELAY_RANGE_STEPS)
+        law = module_law(mod)
+        act = art.actuators["sysid_arm"] if law != "coulomb" else None
+        law_nominal = {f: v.cpu().numpy().copy() for f, v in act.law_params.items()} if act is not None else {}
+        law_draws = {f: [] for f in law_nominal}
         draws = {g: [] for g in GROUPS}
         delays, latency_ok = [], True
         for r in range(resets):
@@ -365,8 +384,16 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
                 got = _read_gains(art, ids)
                 for g in SERVO_GAINS:
                     gain_draws[g].append(got[g])
+            for f in law_draws:
+                law_draws[f].append(act.law_params[f].cpu().numpy().copy())
+            if law in ("sigmoid", "dahl") and np.any(vals["friction"] != 0):
+                failures.append(f"reset {r}: the joint's native friction is not 0 under the {law} law (the law is the "
+                                "whole dry friction)")
             try:
-                d = actuator_delay_steps(art, "sysid_arm") if hi_d > 0 else np.zeros(num_envs, dtype=np.int64)
+                if act is not None:  # Isaac Lab's actuator path: the delay buffer's per-env lag
+                    d = act.positions_delay_buffer.time_lags.cpu().numpy().astype(np.int64)
+                else:
+                    d = actuator_delay_steps(art, "sysid_arm") if hi_d > 0 else np.zeros(num_envs, dtype=np.int64)
             except ValueError as exc:
                 raise CheckError(f"cannot read the actuator delay: {exc}") from None
             delays.append(d)
@@ -376,6 +403,7 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
                 failures.append(f"reset {r}: env {bad} applies the effort {lat[bad]} physics steps late, its actuator "
                                 f"delay is {d[bad]}")
         rows = _rows(mod, names, nominal, draws, np.concatenate(delays), num_envs * resets)
+        rows += _law_rows(mod, names, law_nominal, law_draws)
         if servo:
             rows += _gain_rows(mod, names, gain_nominal, gain_draws)
         ticks = (lo_d * dt / TICK_S, hi_d * dt / TICK_S)
@@ -473,7 +501,7 @@ def _rows(mod: ModuleType, names: list[str], nominal: dict, draws: dict, delays:
     rows = []
     for g in GROUPS:
         key = fitted_key[g]
-        if key not in mod.FITTED:
+        if key not in mod.FITTED or (g == "friction" and module_law(mod) != "coulomb"):  # a law's: _law_rows
             continue
         got = np.concatenate(draws[g])  # (resets*E, N)
         for jk, j in enumerate(names):
@@ -498,6 +526,39 @@ def _rows(mod: ModuleType, names: list[str], nominal: dict, draws: dict, delays:
         if missing:
             row.failures.append(f"delays {missing} never drawn in {delays.size} draws")
         rows.append(row)
+    return rows
+
+
+#: the fit's group of each SysidFrictionActuatorCfg field (export/isaaclab_module.py: LAW_FIELDS)
+LAW_GROUP = {"static_friction": "mu_static", "dynamic_ratio": "dynamic_ratio", "stribeck_velocity": "stribeck_velocity",
+             "stribeck_shape": "stribeck_shape", "sigmoid_amplitude": "sigmoid_amplitude",
+             "sigmoid_slope": "sigmoid_slope", "sigmoid_offset": "sigmoid_offset", "coulomb_friction": "friction",
+             "presliding_stiffness": "presliding_stiffness"}
+
+
+def _law_rows(mod: ModuleType, names: list[str], nominal: dict, draws: dict) -> list[CheckRow]:
+    """One row per friction-law number, read from the ``SysidFrictionActuator``'s per-env values (float64). The exported
+    range is cut to the number's domain (a Stribeck dynamic ratio above 1 is no law), as the term draws it."""
+    from isaaclab_sysid.export.isaaclab_module import LAW_DOMAINS
+
+    rows = []
+    for f, nom_all in nominal.items():
+        got = np.concatenate(draws[f])
+        for jk, j in enumerate(names):
+            label = f"{LAW_GROUP[f]}[{j}]"
+            exported = mod.RANGES.get(label)
+            if exported is not None and exported[0] is not None:
+                lo_d, hi_d = LAW_DOMAINS[f]
+                exported = (max(float(exported[0]), lo_d), min(float(exported[1]), hi_d))
+            else:
+                exported = None
+            sampled = mod.SAMPLED_RANGES.get(label)
+            col, nom = got[:, jk], nom_all[:, jk]
+            row = CheckRow(label, float(mod.FRICTION_LAW["params"][f][j]), exported,
+                           None if sampled is None else (float(sampled[0]), float(sampled[1])),
+                           (float(nom.min()), float(nom.max())), (float(col.min()), float(col.max())), int(col.size))
+            _judge(row, nom, col, sampled is not None)
+            rows.append(row)
     return rows
 
 
