@@ -29,7 +29,7 @@ from isaaclab_sysid.robots.robot import Robot, load_robot
 EXPLAINED_MIN = 0.8
 #: the scale a named pattern may take: a replay's drift is resisted by friction and damping, so the bias it reads is
 #: 50-95 % of the torque error (evaluate/torque_residual.py); a mass error of a tool needs no exact match either
-SCALE_RANGE = (0.3, 1.6)
+SCALE_RANGE = (0.65, 1.35)
 #: the pattern name of a point mass at the flange (:func:`flange_gravity`) and the smallest mass [kg] it names
 FLANGE_MASS = "flange_mass"
 FLANGE_MASS_MIN = 0.05

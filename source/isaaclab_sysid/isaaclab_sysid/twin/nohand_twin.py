@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isaaclab_sysid.arm_model import with_body_inertials
 from isaaclab_sysid.data import write_run
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots import LinkInertial, Robot, load_robot
@@ -54,7 +55,7 @@ def ls_target(robot: Robot, duration: float, seed: int, posture: np.ndarray, nam
 def hidden_arm(config: str | Path = "franka_panda_nohand", tool: LinkInertial | None = None,
                seed: int = 7) -> tuple[Robot, dict[str, LinkInertial]]:
     """The hidden arm: ``config`` (plus ``tool`` at the flange) with its moving bodies' inertials perturbed (module
-    docstring); returns (the robot, body -> true lumped inertial)."""
+    docstring); returns (the robot, moving body -> true inertial with its fixed children merged in)."""
     robot = load_robot(config)
     if tool is not None:
         robot = robot.with_tool(tool)
@@ -62,7 +63,7 @@ def hidden_arm(config: str | Path = "franka_panda_nohand", tool: LinkInertial | 
     rng = np.random.default_rng(seed)
     true = {n: LinkInertial(li.mass * rng.uniform(0.9, 1.2), li.com + rng.normal(0, 0.01, 3), li.inertia * 1.1)
             for n, li in reg.link_inertials(reg.prior()).items()}
-    return robot.with_inertials(true), true
+    return with_body_inertials(robot, true), true  # bodies, not links: a tool is not counted twice
 
 
 def with_gravity(run: Run, robot: Robot) -> Run:
