@@ -8,74 +8,36 @@ already carried; the law is no no-op at that tolerance. The export goes the user
 Then the randomization: the ``friction_law`` term draws every law number per env inside its exported range and over
 it, and a reset zeroes the Dahl bristle state.
 
-Needs the [isaaclab] extra (skipped without it). The twin's law numbers are its truth, written as the fit's values
-(the parity holds the export to the fit's replay of whatever values the fit holds).
+Needs the [isaaclab] extra (skipped without it). The twin's law numbers are its truth (benchmarks/friction_laws.py),
+written as the fit's values (the parity holds the export to the fit's replay of whatever values the fit holds); the
+full-size figures: ``python benchmarks/isaaclab_law_parity.py``.
 """
 
 from __future__ import annotations
 
-import os
 import sys
+from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("isaaclab", reason="the parity replay needs Isaac Lab (pip install -e '.[isaaclab]')")
 pytest.importorskip("urdf_usd_converter", reason="the parity replay needs the [isaaclab] extra")
 
-from isaaclab_sysid.export.build import FitContext, export, intervals_for  # noqa: E402
-from isaaclab_sysid.export.mjcf import fit_rollouts  # noqa: E402
-from isaaclab_sysid.export.ranges import RangePolicy  # noqa: E402
-from isaaclab_sysid.robots import load_robot  # noqa: E402
-from isaaclab_sysid.sim.interface import CandidateBatch  # noqa: E402
-from isaaclab_sysid.sim.mujoco_backend import MujocoBackend  # noqa: E402
-from isaaclab_sysid.twin.demo import joint_target  # noqa: E402
-from isaaclab_sysid.twin.params import TwinNoise, TwinParams  # noqa: E402
-from isaaclab_sysid.twin.recorder import record_twin  # noqa: E402
+import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(__file__))
-from test_export_mjcf import _fit_dir  # noqa: E402  (a fit folder with given values, as the fit writes it)
+from isaaclab_sysid.export.mjcf import fit_rollouts  # noqa: E402
+from isaaclab_sysid.robots import load_robot  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import isaaclab_law_parity as bench  # noqa: E402  (the law twins' fit folders, exported the user's way)
 
 #: the issue's bar: the exported actuator within 0.01 mrad RMS of the fit's replay
-Q_RMS_TOL = 1e-5  # rad
-ARMATURE = np.array([0.18, 0.22, 0.12, 0.15, 0.04, 0.06, 0.03])
-VISCOUS = np.array([0.6, 0.9, 0.5, 0.7, 0.2, 0.25, 0.15])
-COULOMB = np.array([0.35, 1.2, 0.6, 0.9, 0.3, 0.35, 0.2])
-DELAY = 2
-#: each law's numbers (benchmarks/friction_laws.py's twins): the Coulomb level it reads, its groups
-LAWS = {
-    "stribeck": (None, {"mu_static": 1.6 * COULOMB, "dynamic_ratio": np.full(7, 1 / 1.6),
-                        "stribeck_shape": np.full(7, 1.3)}),
-    "sigmoid": (None, {"sigmoid_amplitude": np.array([0.546, 0.872, 0.641, 1.279, 0.839, 0.303, 0.565]),
-                       "sigmoid_slope": np.array([5.12, 9.07, 10.14, 5.59, 8.35, 17.13, 10.34]),
-                       "sigmoid_offset": np.array([0.040, 0.026, -0.046, 0.036, 0.026, -0.021, 0.004])}),
-    "dahl": (COULOMB, {"presliding_stiffness": np.array([150.0, 300.0, 200.0, 250.0, 80.0, 100.0, 60.0])}),
-    "coulomb": (COULOMB, {}),
-}
+Q_RMS_TOL = bench.Q_RMS_BAR  # rad
 
 
 def law_fit(tmp, law: str, heldout_s: float = 1.5):
-    """A fit folder of ``law`` (twin runs recorded with that law, the law's numbers as the fitted values), exported."""
-    robot = load_robot("franka_panda")
-    fc, groups = LAWS[law]
-    truth = {k: v for k, v in groups.items()}
-    if law == "stribeck":  # the twin's Stribeck velocity: the fit's default --stribeck_velocity (0.05 rad/s)
-        truth["stribeck_velocity"] = np.full(7, 0.05)
-    friction = fc if fc is not None else (COULOMB if law == "stribeck" else np.zeros(7))  # the level the law reads
-    tp = TwinParams(robot="franka_panda", armature=ARMATURE, friction=friction, viscous=VISCOUS,
-                    delay=DELAY, friction_model=law, law_params=truth if law != "coulomb" else None, torque_clamp=False,
-                    slew_limit=False, noise=TwinNoise(q_std=2e-4, dq_std=2e-3, actuator_tau_std=0.02))
-    fit_run = record_twin(robot, joint_target(robot, 1.0, 1, "joint_fit"), tp, seed=1)
-    held = record_twin(robot, joint_target(robot, heldout_s, 7, "joint_heldout"), tp, seed=3)
-    values = {"armature": ARMATURE, "viscous": VISCOUS, "delay": DELAY, **groups}
-    if fc is not None:
-        values["friction"] = fc
-    d = _fit_dir(tmp, "franka_panda", values, ",".join(["armature", "viscous", "delay", *sorted(set(values) - {
-        "armature", "viscous", "delay"})]), [fit_run], [held])
-    ctx = FitContext.load(d)
-    rep = intervals_for(ctx, log=lambda _s: None, omitted=False, basins=False)
-    paths, _warns = export(ctx, tmp / "export", rep, RangePolicy(), physics="newton")
-    return ctx, paths["module"]
+    """The fit folder of ``law``'s twin exported (benchmarks/isaaclab_law_parity.py): its context and module path."""
+    return bench.exported(Path(tmp), law, heldout_s=heldout_s)
 
 
 @pytest.fixture(scope="module")
@@ -100,15 +62,7 @@ def test_exported_actuator_replays_the_heldout_run_as_the_fit(law, robot, tmp_pa
     assert np.ptp(ref[0], axis=0).max() > 0.05, "the run must move the arm"
     assert np.isfinite(row.q_exported).all() and row.rms < Q_RMS_TOL, row.q_rms
     if law != "coulomb":  # the law is no no-op at this tolerance: Coulomb friction in its place moves q far more
-        n = robot.n_dof
-        one = np.ones((1, n))
-        b = CandidateBatch(armature=ARMATURE * one, viscous=VISCOUS * one, friction=COULOMB * one, delay=np.array([DELAY]))
-        mj = MujocoBackend(robot, options, n_threads=1)
-        try:
-            q_c = mj.rollout(b, runs)[0].q[0]
-        finally:
-            mj.close()
-        assert np.sqrt(np.mean((q_c - ref[0]) ** 2)) > 20 * Q_RMS_TOL
+        assert bench.coulomb_effect(ctx, runs, ref) > 20 * Q_RMS_TOL
 
 
 def test_friction_law_terms_draw_each_env_inside_the_ranges_and_reset_the_bristles(robot, tmp_path):
@@ -180,4 +134,5 @@ def test_check_export_reads_a_stribeck_export_back(robot, tmp_path):
     for g in ("mu_static", "dynamic_ratio", "stribeck_shape", "stribeck_velocity", "armature", "viscous"):
         assert {f"{g}[{j}]" for j in joints} <= labels
     assert "delay" in labels and report.latency_ok
-    assert next(r for r in report.rows if r.label == "stribeck_velocity[panda_joint1]").fitted == 0.05  # not fitted
+    vs = bench.fit_values("stribeck")[1]  # not fitted: the fit's --stribeck_velocity, from its config.json
+    assert vs != 0.05 and next(r for r in report.rows if r.label == "stribeck_velocity[panda_joint1]").fitted == vs
