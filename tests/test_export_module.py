@@ -194,3 +194,48 @@ def test_generated_module_builds_isaaclab_configs(tmp_path):
     res = subprocess.run([py, str(script), str(paths["module"])], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "OK" in res.stdout
+
+
+def _law_record(fitted: dict, ranges: dict) -> DrRecord:
+    joints = ["j1", "j2"]
+    labels = {g: [f"{g}[{j}]" for j in joints] for g in fitted}
+    return DrRecord.from_json({
+        "source": "test", "joint_names": joints, "fitted": fitted, "labels_per_joint": labels,
+        "ranges": {k: {"value": 0.0, "lower": lo, "upper": hi} for k, (lo, hi) in ranges.items()},
+        "intervals": {}, "delay": None, "masses": []})
+
+
+def test_friction_law_literals_terms_and_refusals():
+    """Issue 46 item 4 without Isaac Lab: a sigmoid / Dahl fit's FRICTION_LAW holds every number per joint (the
+    sigmoid offset 0 where the fit left it out), the native friction is 0, the law's numbers leave the joint terms
+    for one friction_law term whose ranges are cut to each number's domain (SAMPLED_RANGES says so); a Coulomb fit's
+    module carries no law term; the load law and a Dahl fit without its Coulomb level are refused."""
+    from isaaclab_sysid.export.isaaclab_module import generate_module
+
+    sig = _law_record({"armature": [0.1, 0.2], "sigmoid_amplitude": [0.5, 0.6], "sigmoid_slope": [8.0, 9.0]},
+                      {"armature[j1]": (0.05, 0.15), "sigmoid_amplitude[j1]": (0.4, 0.6),
+                       "sigmoid_slope[j2]": (-2.0, 20.0)})
+    lit = _literals(generate_module(sig, viscous="independent")[0])
+    assert lit["FRICTION_LAW"] == {"name": "sigmoid", "params": {
+        "sigmoid_amplitude": {"j1": 0.5, "j2": 0.6}, "sigmoid_slope": {"j1": 8.0, "j2": 9.0},
+        "sigmoid_offset": {"j1": 0.0, "j2": 0.0}}}
+    assert lit["ACTUATOR_VALUES"]["friction"] == {"j1": 0.0, "j2": 0.0}
+    terms = lit["EVENT_TERMS"]
+    assert terms["joint_j1"]["params"] == {"armature_range": (0.05, 0.15), "dynamic_ratio": 1.0}
+    assert terms["friction_law"] == {"func": "randomize_friction_law", "params": {"group_name": "sysid_arm", "ranges": {
+        "sigmoid_amplitude": {"j1": (0.4, 0.6)}, "sigmoid_slope": {"j2": (1e-6, 20.0)}}}}
+    assert lit["SAMPLED_RANGES"]["sigmoid_slope[j2]"] == (1e-6, 20.0)  # cut to the slope's domain, said
+    dahl = _law_record({"friction": [0.3, 0.4], "presliding_stiffness": [100.0, 200.0]}, {"friction[j2]": (0.2, 0.5)})
+    lit = _literals(generate_module(dahl, viscous="independent")[0])
+    assert lit["FRICTION_LAW"]["params"] == {"coulomb_friction": {"j1": 0.3, "j2": 0.4},
+                                             "presliding_stiffness": {"j1": 100.0, "j2": 200.0}}
+    assert "joint_j2" not in lit["EVENT_TERMS"]  # the Coulomb level is the law's: no joint friction term
+    assert lit["EVENT_TERMS"]["friction_law"]["params"]["ranges"] == {"coulomb_friction": {"j2": (0.2, 0.5)}}
+    coulomb = _literals(generate_module(_law_record({"friction": [0.3, 0.4]}, {"friction[j1]": (0.2, 0.4)}),
+                                        viscous="independent")[0])
+    assert coulomb["FRICTION_LAW"] == {"name": "coulomb"} and "friction_law" not in coulomb["EVENT_TERMS"]
+    assert coulomb["EVENT_TERMS"]["joint_j1"]["params"]["friction_range"] == (0.2, 0.4)
+    with pytest.raises(ValueError, match="load friction law has no Isaac Lab actuator"):
+        generate_module(_law_record({"friction": [0.3, 0.4], "load_friction_motor": [0.1, 0.1]}, {}))
+    with pytest.raises(ValueError, match="needs the fitted 'friction' group"):
+        generate_module(_law_record({"presliding_stiffness": [100.0, 200.0]}, {}))
