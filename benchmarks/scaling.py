@@ -7,7 +7,7 @@ Each case records the demo twin's hidden truth (``configs/twin/franka_demo.json`
 ``scripts/sysid_franka_osc.py`` as a user would, one process per case (so each peak memory is its own), scored on a
 held-out multiband at other gains (kp 500/30) against a repeat of it with other noise (the floor). Per case:
 
-* wall time [s], rollouts (candidate x run replays, every stage), simulated seconds (rollouts x run length),
+* wall time [s], CPU time [s] (steadier than wall on a shared machine), rollouts (candidate x run replays, every stage), simulated seconds (rollouts x run length),
   Levenberg-Marquardt iterations, finite-difference Jacobians, delay tracks closed on evidence, peak RSS [GB];
 * the delay against the truth, the median and largest relative error of armature, Coulomb friction (with the
   static group: mu_static x dynamic_ratio) and viscous friction against the truth, held-out q RMS / floor;
@@ -131,7 +131,9 @@ def worker(spec_path: str) -> None:
     t0 = time.perf_counter()
     main_from_args(tyro.cli(FitArgs, args=spec["argv"], use_underscores=True))
     count["wall_s"] = time.perf_counter() - t0
-    count["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    count["peak_rss_gb"] = ru.ru_maxrss / 1e6
+    count["cpu_s"] = ru.ru_utime + ru.ru_stime  # the process's CPU time: steadier than wall on a shared machine
     Path(spec["out"]).write_text(json.dumps(count))
 
 
@@ -161,8 +163,8 @@ def truth_errors(best: dict) -> dict:
 def run_case(case: Case, heldout: list[str], floor_mrad: float, groups: str, fit_args: tuple[str, ...],
              work: Path) -> dict:
     log_dir = work / f"fit_{case.name}"
-    argv = [a for c in case.csvs for a in ("--real_csv", c)] + ["--heldout_csv", heldout[0], "--fit_groups", groups,
-                                                                 "--no_plots", "--quiet", "--log_dir", str(log_dir),
+    argv = [a for c in case.csvs for a in ("--runs", c)] + ["--heldout", heldout[0], "--fit_groups", groups,
+                                                                 "--no_plots", "--quiet", "--out", str(log_dir),
                                                                  *fit_args]
     spec = work / f"spec_{case.name}.json"
     out = work / f"stats_{case.name}.json"
@@ -209,7 +211,8 @@ def run(size: Size, groups: str = "auto", fit_args: tuple[str, ...] = (), work: 
     for c in cases:
         s, r = c.stats, ref.stats
         rows.append({"case": c.name, "seconds": c.seconds, "data_x": c.seconds / ref.seconds, **s,
-                     "wall_x": s["wall_s"] / r["wall_s"], "rollouts_x": s["sim_s"] / max(r["sim_s"], 1e-9),
+                     "wall_x": s["wall_s"] / r["wall_s"],
+                     "cpu_x": s.get("cpu_s", float("nan")) / r.get("cpu_s", float("nan")), "rollouts_x": s["sim_s"] / max(r["sim_s"], 1e-9),
                      "iterations_x": s["iterations"] / max(r["iterations"], 1),
                      "memory_x": s["peak_rss_gb"] / r["peak_rss_gb"]})
     return {"groups": groups, "waveform": w, "reference": ref.name, "floor_mrad": float(floor), "rows": rows, "work": str(work)}
@@ -217,12 +220,13 @@ def run(size: Size, groups: str = "auto", fit_args: tuple[str, ...] = (), work: 
 
 def report(out: dict) -> str:
     lines = [f"{out.get('waveform', 'chirp')}; groups {out['groups']}; reference {out['reference']}; held-out floor {out['floor_mrad']:.4f} mrad",
-             "| case | data x | wall [s] (x ref) | sim s (x ref) | LM iterations (x ref) | Jacobians | closed delay "
+             "| case | data x | wall [s] (x ref) | CPU [s] (x ref) | sim s (x ref) | LM iterations (x ref) | Jacobians | closed delay "
              "tracks | peak RSS [GB] (x ref) | delay (true) | median / max rel. error (max j2-7) | held-out / floor |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in out["rows"]:
         lines.append(
-            f"| {r['case']} | {r['data_x']:.1f} | {r['wall_s']:.1f} ({r['wall_x']:.2f}) | {r['sim_s']:.0f} "
+            f"| {r['case']} | {r['data_x']:.1f} | {r['wall_s']:.1f} ({r['wall_x']:.2f}) | "
+            f"{r.get('cpu_s', float('nan')):.1f} ({r.get('cpu_x', float('nan')):.2f}) | {r['sim_s']:.0f} "
             f"({r['rollouts_x']:.2f}) | {r['iterations']} ({r['iterations_x']:.2f}) | {r['jacobians']} | "
             f"{r['separated']} | {r['peak_rss_gb']:.2f} ({r['memory_x']:.2f}) | {r['delay']} ({r['delay_true']}) | "
             f"{100 * r['median_rel']:.1f} % / {100 * r['max_rel']:.0f} % ({100 * r['max_rel_j2_7']:.0f} %) | "

@@ -120,3 +120,29 @@ def test_checkpointed_refine_state_does_not_grow_with_the_samples():
             assert st.tracks[0].J is not None or st.tracks[0].A is not None
             sizes.append(len(pickle.dumps(st)))
     assert max(sizes) - min(sizes) < 200, sizes
+
+
+def test_per_sample_stop_reads_the_gauss_newton_forecast_on_the_likelihood_ratio_scale():
+    """The ``stat_tol`` stop (issue 45): at a finite-difference Jacobian the track's forecast of its remaining gain,
+    on the scale L / n_eff, is exact on a linear problem (the fake); a step from it ends the track ("negligible")
+    exactly when that forecast is below ``stat_tol``."""
+    space, runs = _space(), _runs()
+    x0 = _start(space, delay=int(TRUE["delay"]))
+    full = LMRefiner(ReplayObjective(space, NoisyFake(), runs), RefineSettings(max_iter=10, stat_tol=None))
+    st = full.run(full.start(x0, labels=["x0"]))
+    l_min = min(t.loss for t in st.tracks if t.delay == TRUE["delay"])
+    for normal_equations in (False, True):
+        stops = {}
+        for tol in (1e-30, 1e30):
+            ref = LMRefiner(ReplayObjective(space, NoisyFake(), runs),
+                            RefineSettings(max_iter=10, stat_tol=tol, normal_equations=normal_equations))
+            s1 = ref.start(x0)
+            l0 = s1.tracks[0].loss
+            ref.step(s1)
+            t = s1.tracks[0]
+            assert np.isfinite(t.n_eff) and t.n_eff > 100
+            forecast = t.remaining * l0 / t.n_eff  # back to loss units
+            np.testing.assert_allclose(forecast, l0 - l_min, rtol=1e-3)
+            stops[tol] = (t.active, t.stop)
+        assert stops[1e30] == (False, "negligible")
+        assert stops[1e-30][1] != "negligible"
