@@ -5,7 +5,7 @@ Causes and their tests:
 * **what the arm carried** (:mod:`.carried`): the last body's identified lumped mass against every config of the
   arm. Supported when it names another config (or no config: a tool to state).
 * **gravity in the signal**: the LS is refitted with gravity flipped (out of the model when it was in, in when it
-  was out); the residual RMS of both, pooled over joints, decides: the flipped fit at most :data:`FLIP_BETTER` x the
+  was out; on at most :data:`FLIP_SAMPLES` samples); the residual RMS of both, pooled over joints, decides: the flipped fit at most :data:`FLIP_BETTER` x the
   assumed one supports the flip, at least :data:`FLIP_WORSE` x refutes it, between is inconclusive.
 * **a constant torque bias**: the LS offsets (logged = model + offset, HAC standard errors) that are significant
   (:data:`BIAS_Z`) are fitted by the patterns a change of end effector or of gravity leaves over the runs' poses
@@ -14,8 +14,10 @@ Causes and their tests:
   Without offset columns, the LS residual's per-joint mean is the bias.
 * **the robot's kinematics** and **the friction model**: not tested (listed, untested).
 
-Ranked: supported causes first (strongest evidence first), then inconclusive and untested, then refuted; each with
-its one-line fix.
+Ranked: supported causes first, then inconclusive and untested, then refuted; each with its one-line fix. Among the
+supported, gravity comes first (the masses and the offsets the other tests read come from an LS fitted with that
+gravity), then by strength (the carried mass: 1 + its relative distance from the config's; a bias: the share of it
+the pattern explains).
 """
 
 from __future__ import annotations
@@ -35,8 +37,12 @@ from isaaclab_sysid.robots.regressor import Regressor
 FLIP_BETTER = 0.8
 #: ... and at least this multiple refutes it
 FLIP_WORSE = 1.25
+#: the flipped refit uses at most this many samples (every k-th of the identification runs)
+FLIP_SAMPLES = 20000
 #: |offset / HAC std| above which a joint's constant torque bias counts
 BIAS_Z = 4.0
+#: a supported gravity cause's strength starts here, above any other's (they are at most 1 + a relative mass error)
+GRAVITY_FIRST = 100.0
 #: the order of statuses in the ranking
 STATUS_ORDER = ("supported", "inconclusive", "untested", "refuted")
 
@@ -89,8 +95,10 @@ def gravity_cause(res, source: str = "") -> Cause:
     data, reg, opt = res.data, res.regressor, res.options
     flipped = Regressor(reg.robot, dataclasses.replace(reg.options, gravity=not reg.options.gravity))
     base = compute_base_parameters(flipped, opt.base_samples, opt.base_seed)
-    W = np.vstack([base.columns(flipped.matrix(p.q, p.qd, p.qdd, data.gains)) for p in data.ident])
-    y = np.concatenate([p.signals[data.signal].ravel() for p in data.ident])
+    total = sum(p.q.shape[0] for p in data.ident)
+    k = max(1, int(np.ceil(total / FLIP_SAMPLES)))  # every k-th sample: a residual's size needs no more
+    W = np.vstack([base.columns(flipped.matrix(p.q[::k], p.qd[::k], p.qdd[::k], data.gains)) for p in data.ident])
+    y = np.concatenate([p.signals[data.signal][::k].ravel() for p in data.ident])
     fit = estimate(W, y, reg.n_dof, "ols")
     assumed, other = _pooled(res.fit.sigma_joint), _pooled(fit.sigma_joint)
     ratio = other / max(assumed, 1e-300)
@@ -108,8 +116,9 @@ def gravity_cause(res, source: str = "") -> Cause:
     lead = f"gravity in the signal: the model took {data.signal} {has} gravity{where}"
     figures = (f"the LS residual is {assumed:.3g} {unit} RMS as taken, {other:.3g} {unit} {flip} gravity "
                f"({ratio:.2f}x)")
-    if ratio <= FLIP_BETTER:
-        return Cause("gravity", "supported", f"{lead}, but the data say {flip}: {figures}", fix, 1.0 / ratio, evidence)
+    if ratio <= FLIP_BETTER:  # first of all: every other test reads an LS fitted with this gravity
+        return Cause("gravity", "supported", f"{lead}, but the data say {flip}: {figures}", fix,
+                     GRAVITY_FIRST + 1.0 / ratio, evidence)
     if ratio >= FLIP_WORSE:
         return Cause("gravity", "refuted", f"{lead}, as the data say: {figures}", "none needed", 0.0, evidence)
     return Cause("gravity", "inconclusive", f"{lead}; the data barely tell: {figures}",
@@ -168,8 +177,11 @@ def bias_cause(res) -> Cause:
     evidence["patterns"] = [f.summary() for f in fits]
     best = fits[0] if fits and fits[0].named else None
     if best is None:
+        near = (f" (nearest: {fits[0].name} explains {100 * max(fits[0].explained, 0.0):.0f} % at scale "
+                f"{fits[0].scale:.2f})" if fits else "")
         return Cause("bias", "refuted", f"a constant torque bias on {listed}: no change of end effector or of gravity "
-                     "explains its pattern over the poses (a sensor offset, which the offset columns fit)",
+                     f"explains its pattern over the poses{near}; what is left is an offset, which the offset columns "
+                     "fit",
                      "none needed (the offset columns take it; the replay's --fit_groups ...,torque_offset)",
                      0.0, evidence)
     share = f"{100 * best.explained:.0f} % of it (scale {best.scale:.2f})"
@@ -197,8 +209,7 @@ def carried_cause(evidence: CarriedEvidence | None) -> Cause:
     if not fix:
         text, _, fix = line.partition("; state what it carries: ")
     off = abs(evidence.identified - evidence.config) / max(evidence.config, 1e-12)
-    return Cause("carried", "supported", text, ("--robot " + fix.removeprefix("--robot ")) if "--robot" in fix
-                 else fix, 1.0 + off, evidence.summary())
+    return Cause("carried", "supported", text, fix, 1.0 + off, evidence.summary())
 
 
 def untested_causes(res) -> list[Cause]:
