@@ -78,6 +78,8 @@ def test_friction_law_terms_draw_each_env_inside_the_ranges_and_reset_the_bristl
 
     _ctx, module = law_fit(tmp_path, "dahl", heldout_s=0.5)
     mod = load_export_module(module)
+    fixed = mod.make_events_cfg(randomize_friction_law=False)  # binds, draws nothing
+    assert fixed.friction_law.params["ranges"] == {} and mod.make_events_cfg().friction_law.params["ranges"]
     cfg = _env_cfg(mod, robot, 16, 2, mod.PHYSICS_DT, 3, "cpu", "reset")
     cfg.sim.use_newton_actuators = False
     # a task's reset leaves the arm at rest: Isaac Lab computes the actuators once more from that state at reset
