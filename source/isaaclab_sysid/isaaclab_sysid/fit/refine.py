@@ -113,7 +113,7 @@ class RefineSettings:
             points out of the box is held there (:func:`free_coordinates`) instead of taking part in the solve and
             being clipped afterwards, which bends the other coordinates' step (False: the behaviour before).
         stat_tol: the per-sample stopping test (issue 45): a track also stops ("negligible", converged) after an
-            accepted step from a finite-difference Jacobian at which the Gauss-Newton forecast of everything its loss
+            accepted step, or a rejected one once it has accepted any, from a finite-difference Jacobian at which the Gauss-Newton forecast of everything its loss
             could still gain (g^T A^+ g over the free coordinates, the Newton decrement) is below this on the
             likelihood-ratio scale, dL / (L / n_eff) with n_eff the residuals' effective sample count
             (:func:`~isaaclab_sysid.fit.residuals.effective_samples`): the point is within about sqrt(stat_tol)
@@ -678,7 +678,11 @@ class LMRefiner:
         else:
             t.lam *= 10.0 if s.single_damping and len(rows) == 1 else 100.0
             t.rejected += 1
-            if t.lam > 1e8:
+            rem = getattr(t, "remaining", float("nan"))
+            if s.stat_tol is not None and t.accepted > 0 and np.isfinite(rem) and rem < s.stat_tol:
+                t.active = False  # the forecast leaves nothing a test could see, and no damped step found even that
+                t.stop = "negligible"
+            elif t.lam > 1e8:
                 t.active = False
                 t.stop = "rejected"
 
