@@ -31,7 +31,8 @@ PKG = "isaaclab_sysid"
 LAYERS = ("base", "data", "robots", "ingest", "sim", "objective", "fit", "stage", "jobs")
 #: fit/ modules that are the objective layer (the rest of fit/ is the search layer)
 OBJECTIVE = {"param_space", "result", "loss", "residuals", "jacobian", "objective", "errors", "replay_facts",
-             "tracking", "config", "state_age_source", "torque_replay", "adequacy_record", "torque_noise", "shooting_floor"}
+             "tracking", "config", "state_age_source", "torque_replay", "adequacy_record", "torque_noise", "shooting_floor",
+             "run_folder"}
 UNIT_LAYER = {
     "__init__": "base", "timebase": "base", "paths": "base", "utils": "base",
     "data": "data",

@@ -20,9 +20,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-import tyro
-
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 @dataclass
@@ -83,4 +81,4 @@ def main(args: Args) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(parse(Args)))

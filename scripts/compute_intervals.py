@@ -18,9 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import Literal
 
-import tyro
-
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 @dataclass
@@ -76,4 +74,4 @@ def main(args: Args) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(parse(Args)))

@@ -35,7 +35,7 @@ from typing import Annotated, Literal
 import tyro
 
 from isaaclab_sysid.timebase import TICK_S
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 @dataclass
@@ -184,4 +184,4 @@ def _write_usd(ctx, out, physics: str):
 
 
 if __name__ == "__main__":
-    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(parse(Args, None, renames={"--out_dir": "--out"})))

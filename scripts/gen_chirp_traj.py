@@ -17,7 +17,7 @@ import tyro
 
 from isaaclab_sysid.excitation.chirp import CHIRP_AXES, ChirpSpec, chirp
 from isaaclab_sysid.excitation.cli import TaskDesignFlags, generate_task_design, start_pose
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 @dataclass
@@ -76,4 +76,4 @@ def main(a: Args) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(parse(Args, None, renames={"--out_dir": "--out"})))

@@ -16,7 +16,7 @@ import tyro
 
 from isaaclab_sysid.excitation.cli import TaskDesignFlags, generate_task_design, start_pose
 from isaaclab_sysid.excitation.multiband import MULTIBAND_AXES, MultibandSpec, multiband
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 @dataclass
@@ -63,4 +63,4 @@ def main(a: Args) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(parse(Args, None, renames={"--out_dir": "--out"})))

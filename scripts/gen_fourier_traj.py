@@ -21,7 +21,7 @@ from isaaclab_sysid.excitation.fourier import FourierSpec, optimize_fourier, sin
 from isaaclab_sysid.excitation.limits import DesignLimitError
 from isaaclab_sysid.excitation.plots import plot_joint_design
 from isaaclab_sysid.excitation.taskspace import time_grid
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 #: Franka joint-impedance example gains.
 PANDA_KP = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0)
@@ -100,4 +100,4 @@ def main(a: Args) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(parse(Args, None, renames={"--out_dir": "--out"})))

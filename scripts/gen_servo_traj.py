@@ -14,7 +14,7 @@ from pathlib import Path
 import tyro
 
 from isaaclab_sysid.excitation.servo_design import ServoDesignSpec
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 @dataclass
@@ -43,4 +43,4 @@ def main(args: Args) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(parse(Args)))

@@ -15,13 +15,13 @@ from typing import Annotated
 import tyro
 
 from isaaclab_sysid.contact.cli import FitArgs, TwinArgs, run_fit, run_twin
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 Command = Annotated[FitArgs, tyro.conf.subcommand("fit")] | Annotated[TwinArgs, tyro.conf.subcommand("twin")]
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(Command, args=argv, use_underscores=True)
+    args = parse(Command, argv)
     return run_fit(args) if isinstance(args, FitArgs) else run_twin(args)
 
 

@@ -18,7 +18,7 @@ from typing import Annotated
 import tyro
 
 from isaaclab_sysid.payload.cli import DesignArgs, FitArgs, TwinArgs, run_design, run_fit, run_twin
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 Command = (
     Annotated[DesignArgs, tyro.conf.subcommand("design")]
@@ -28,7 +28,7 @@ Command = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(Command, args=argv, use_underscores=True)
+    args = parse(Command, argv, renames={"--signal": "--torque_signal"})
     if isinstance(args, DesignArgs):
         return run_design(args)
     if isinstance(args, FitArgs):

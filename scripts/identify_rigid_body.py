@@ -22,14 +22,13 @@ Examples:
 from __future__ import annotations
 
 
-import tyro
 
 from isaaclab_sysid.rigid_body.cli import IdentifyArgs, main_from_args
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
-    return main_from_args(tyro.cli(IdentifyArgs, args=argv, use_underscores=True))
+    return main_from_args(parse(IdentifyArgs, argv, renames={"--signal": "--torque_signal"}))
 
 
 if __name__ == "__main__":

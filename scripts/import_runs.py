@@ -28,7 +28,7 @@ import tyro
 
 from isaaclab_sysid.data import RunFormatError
 from isaaclab_sysid.importers import ImportDependencyError, import_runs
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 @dataclass
@@ -60,4 +60,4 @@ def main(args: Args) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(parse(Args)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import tyro
 
@@ -30,7 +30,7 @@ from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 @dataclass
@@ -38,9 +38,9 @@ class Args:
     """Pre-flight checks of a target run (CSV + sidecar)."""
 
     run: tyro.conf.Positional[Path]
-    """The target run's CSV (its sidecar is the same name with .json)."""
-    out_dir: Path | None = None
-    """Folder for the report (default: the run's folder)."""
+    """The target run's CSV (its sidecar is the same name with .json; or after --runs, the shared spelling)."""
+    out_dir: Annotated[Path | None, tyro.conf.arg(name="out")] = None
+    """Folder for the report (default: the run's folder; --out, the shared spelling; --out_dir still works)."""
     warn_frac: float = WARN_FRAC
     """A check WARNs when its ratio exceeds this fraction of its limit (it FAILs above 1: past the limit)."""
     identifiability: bool = True
@@ -90,4 +90,4 @@ def main(a: Args) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(parse(Args, None, renames={"--out_dir": "--out"}, positional=("--runs",))))

@@ -7,14 +7,12 @@ Example (a 20-minute warm-up; about 2 minutes to simulate):
 from __future__ import annotations
 
 
-import tyro
-
 from isaaclab_sysid.online.cli import TwinArgs, run_twin
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_twin(tyro.cli(TwinArgs, args=argv, use_underscores=True))
+    return run_twin(parse(TwinArgs, argv, renames={"--runs": "--n_runs"}))
 
 
 if __name__ == "__main__":

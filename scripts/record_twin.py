@@ -25,7 +25,7 @@ from isaaclab_sysid.timebase import TICK_HZ
 from isaaclab_sysid.twin.demo import demo_targets, task_target
 from isaaclab_sysid.twin.params import TwinNoise, load_twin_params
 from isaaclab_sysid.twin.recorder import record_twin
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 @dataclass
@@ -83,4 +83,4 @@ def main(args: Args) -> None:
 
 
 if __name__ == "__main__":
-    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(parse(Args)))

@@ -13,14 +13,12 @@ fit_seed.json (its --x0). See docs/rigid_body.md, "Closed-loop refinement (CLIE)
 from __future__ import annotations
 
 
-import tyro
-
 from isaaclab_sysid.rigid_body.clie import RefineArgs, main_from_args
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
-    return main_from_args(tyro.cli(RefineArgs, args=argv, use_underscores=True))
+    return main_from_args(parse(RefineArgs, argv))
 
 
 if __name__ == "__main__":

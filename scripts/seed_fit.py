@@ -19,14 +19,12 @@ Then start the fit there:
 from __future__ import annotations
 
 
-import tyro
-
 from isaaclab_sysid.rigid_body.seed_cli import SeedArgs, main_from_args
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
-    return main_from_args(tyro.cli(SeedArgs, args=argv, use_underscores=True))
+    return main_from_args(parse(SeedArgs, argv))
 
 
 if __name__ == "__main__":

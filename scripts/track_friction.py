@@ -10,14 +10,12 @@ Examples:
 from __future__ import annotations
 
 
-import tyro
-
 from isaaclab_sysid.online.cli import TrackArgs, run_track
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_track(tyro.cli(TrackArgs, args=argv, use_underscores=True))
+    return run_track(parse(TrackArgs, argv, renames={"--torque": "--torque_signal"}, positional=("--runs",)))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 Usage:
     python scripts/validate_runs.py data/real_runs/*.csv logs/runs.h5
     python scripts/validate_runs.py franka_logs/chirp_low.csv      # the Franka tooling's schema 2
-    python scripts/validate_runs.py ring.csv --split_at_gaps --split_out pieces/   # a ring log with gaps
+    python scripts/validate_runs.py ring.csv --split_at_gaps --out pieces/   # a ring log with gaps
 
 A CSV pairs with the sidecar of the same name (``.json``); an ``.h5``/``.hdf5``
 file is checked run by run. The project's schema 1 and the Franka tooling's
@@ -20,13 +20,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import Annotated
+
 import tyro
 
 from isaaclab_sysid.data import RunFormatError, read_runs_hdf5
 from isaaclab_sysid.data.formats.csv_run import read_run_pieces
 from isaaclab_sysid.importers.common import write_imported
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.utils.cli import run_cli
+from isaaclab_sysid.utils.cli import parse, run_cli
 
 
 @dataclass
@@ -34,13 +36,13 @@ class Args:
     """Validate run files (CSV + sidecar JSON, or HDF5) against the run format."""
 
     files: tyro.conf.Positional[tuple[Path, ...]]
-    """Run CSVs (sidecar = same name with .json) and/or HDF5 files."""
+    """Run CSVs (sidecar = same name with .json) and/or HDF5 files (or after --runs, the shared spelling)."""
     admit_aborted: bool = False
     """Schema 2: accept runs recorded as aborted (sidecar abort.code != 0), truncated at the abort time."""
     split_at_gaps: bool = False
     """Schema 2 ring logs: accept gaps and resets by splitting the log at them (reports the pieces)."""
-    split_out: Path | None = None
-    """With --split_at_gaps: write the pieces there as schema-1 runs (validated, all or nothing); what the log does
+    split_out: Annotated[Path | None, tyro.conf.arg(name="out")] = None
+    """With --split_at_gaps (--out, the shared spelling; --split_out still works): write the pieces there as schema-1 runs (validated, all or nothing); what the log does
     not record (law, EE point, limits) stays unrecorded, so the fit still needs their flags."""
 
 
@@ -82,4 +84,4 @@ def main(args: Args) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(lambda: main(tyro.cli(Args, use_underscores=True)))
+    run_cli(lambda: main(parse(Args, None, renames={"--split_out": "--out"}, positional=("--runs",))))

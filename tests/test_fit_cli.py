@@ -53,15 +53,15 @@ def _cli(*args, **kw):
 
 def _fit_args(twin_csvs, log_dir, iters=6, extra=()):
     c200, c500, mb = twin_csvs
-    return ["--real_csv", c200, "--real_csv", c500, "--heldout_csv", mb, "--num_envs", 8, "--max_iter", iters,
-            "--seed", 3, "--save_interval", 2, "--log_dir", log_dir, "--state_age_ms", 0, *extra]
+    return ["--runs", c200, "--runs", c500, "--heldout", mb, "--num_envs", 8, "--max_iter", iters,
+            "--seed", 3, "--save_interval", 2, "--out", log_dir, "--state_age_ms", 0, *extra]
 
 
 def test_help_states_every_flag_with_units():
     out = _cli("--help").stdout
-    for flag in ("--real_csv", "--real_sidecar", "--heldout_csv", "--traj_weights", "--num_envs", "--max_iter", "--sigma",
+    for flag in ("--runs", "--real_sidecar", "--heldout", "--traj_weights", "--num_envs", "--max_iter", "--sigma",
                  "--seed", "--backend", "--fit_groups", "--armature_bounds", "--friction_bounds", "--viscous_bounds",
-                 "--delay_bounds", "--w_q", "--w_dq", "--w_x", "--save_interval", "--log_dir", "--resume",
+                 "--delay_bounds", "--w_q", "--w_dq", "--w_x", "--save_interval", "--out", "--resume",
                  "--eval_params", "--nominal", "--wandb", "--headless"):
         assert flag in out, flag
     flat = re.sub(r"[\s\u2502]+", " ", out)  # the help's box layout wraps lines anywhere
@@ -78,7 +78,7 @@ def test_bad_run_file_stops_before_simulation(tmp_path, twin_csvs):
     bad.write_text("\n".join(lines) + "\n")
     (tmp_path / "bad.json").write_text(Path(twin_csvs[0]).with_suffix(".json").read_text())
     log_dir = tmp_path / "logs"
-    r = _cli("--real_csv", twin_csvs[1], "--real_csv", bad, "--log_dir", log_dir, "--state_age_ms", 0)
+    r = _cli("--runs", twin_csvs[1], "--runs", bad, "--out", log_dir, "--state_age_ms", 0)
     assert r.returncode != 0
     assert "Traceback" not in r.stderr
     err = r.stderr.strip().splitlines()
@@ -112,7 +112,7 @@ def test_fit_outputs_and_eval_params(tmp_path, twin_csvs):
     md = (run_dir / "report.md").read_text()
     assert "Held-out" in md and "## Model adequacy" in md and res["adequacy"]["verdict"] in md
 
-    r = _cli("--real_csv", twin_csvs[2], "--eval_params", run_dir / "checkpoint_2.json", "--log_dir", tmp_path / "ev",
+    r = _cli("--runs", twin_csvs[2], "--eval_params", run_dir / "checkpoint_2.json", "--out", tmp_path / "ev",
              "--state_age_ms", 0)
     assert r.returncode == 0, r.stderr
     assert "q RMS panda_joint1 [mrad]" in r.stdout and "EE RMS [mm]" in r.stdout and "baseline" in r.stdout
@@ -130,7 +130,7 @@ def test_flags_that_cannot_apply_are_refused(tmp_path, twin_csvs):
     for extra, flag in ((["--device", "cuda:0"], "--device"), (["--num_envs", "1"], "--num_envs"),
                         (["--save_interval", "0"], "--save_interval"), ([], "--state_age_ms"),
                         (["--state_age_ms", "0", "--fit_groups", "armature,friction,mu_static"], "--fit_groups")):
-        r = _cli("--real_csv", twin_csvs[0], "--log_dir", tmp_path / "x", *extra)
+        r = _cli("--runs", twin_csvs[0], "--out", tmp_path / "x", *extra)
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         (line,) = r.stderr.strip().splitlines()
         assert flag in line

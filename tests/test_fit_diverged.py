@@ -13,8 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.outputs import read_config
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.fit.problem import build_problem
 from isaaclab_sysid.paths import REAL_RUNS_DIR
 
@@ -25,9 +24,9 @@ RUN = REAL_RUNS_DIR / "twin_chirp_low_fit.csv"  # the demo's task-space chirp, 1
 
 def test_delay_bound_400_diverges_exits_4_and_writes_no_result(tmp_path):
     env = dict(os.environ, PYTHONHASHSEED="0")
-    r = subprocess.run([sys.executable, str(SCRIPT), "--real_csv", str(RUN), "--delay_bounds", "0", "400",
+    r = subprocess.run([sys.executable, str(SCRIPT), "--runs", str(RUN), "--delay_bounds", "0", "400",
                         "--num_envs", "4", "--max_iter", "1", "--refine_iter", "0", "--seed", "0", "--no-plots",
-                        "--log_dir", str(tmp_path)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+                        "--out", str(tmp_path)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert r.returncode == 4, r.stdout[-2000:] + r.stderr[-2000:]
     err = r.stderr.strip().splitlines()
     assert len(err) == 1 and "Traceback" not in r.stderr, r.stderr
@@ -45,7 +44,7 @@ def test_delay_bound_400_diverges_exits_4_and_writes_no_result(tmp_path):
     assert delay > 100, delay  # the cube's centre region of [0, 400] ticks: a quarter second and more
 
     # the cause is the delay: the same candidate with a 2-tick delay replays without diverging
-    args = FitArgs.from_dict(read_config(run_dir)["args"])
+    args = RunFolder(run_dir).read_args()
     problem = build_problem(args, log=lambda s: None)
     x = np.asarray(ckpt["best_params"], dtype=float)
     X = np.stack([x, problem.space.with_delay(x, 2)])

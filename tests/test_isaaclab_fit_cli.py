@@ -38,8 +38,8 @@ def test_fit_cli_runs_with_isaaclab_backend(tmp_path):
         csv, _ = write_run(record_twin(robot, tgt, tp, seed=seed + 1), tmp_path / f"{name}.csv")
         csvs.append(str(csv))
     log_dir = tmp_path / "logs"
-    cmd = [sys.executable, str(ROOT / "scripts" / "sysid_franka_osc.py"), "--real_csv", csvs[0], "--heldout_csv", csvs[1],
-           "--backend", "isaaclab", "--device", "cpu", "--num_envs", "4", "--max_iter", "2", "--refine_iter", "0", "--log_dir", str(log_dir),
+    cmd = [sys.executable, str(ROOT / "scripts" / "sysid_franka_osc.py"), "--runs", csvs[0], "--heldout", csvs[1],
+           "--backend", "isaaclab", "--device", "cpu", "--num_envs", "4", "--max_iter", "2", "--refine_iter", "0", "--out", str(log_dir),
            "--no-plots", "--state_age_ms", "0"]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600, env=dict(os.environ, PYTHONHASHSEED="0"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

@@ -158,17 +158,17 @@ def test_cli_measures_the_floor_from_repeats(tmp_path):
     from isaaclab_sysid.paths import REPO_ROOT
 
     held, rep = REAL_RUNS_DIR / f"{DEMO_HELDOUT}.csv", REAL_RUNS_DIR / f"{DEMO_REPEAT}.csv"
-    base = [sys.executable, str(REPO_ROOT / "scripts" / "sysid_franka_osc.py"), "--real_csv",
+    base = [sys.executable, str(REPO_ROOT / "scripts" / "sysid_franka_osc.py"), "--runs",
             str(REAL_RUNS_DIR / "twin_chirp_low_fit.csv"), "--num_envs", "4", "--max_iter", "1", "--refine_iter", "0",
             "--no-plots", "--quiet"]
     env = dict(os.environ, PYTHONHASHSEED="0")
     other = REAL_RUNS_DIR / "twin_joint_multisine_fit.csv"
-    bad = subprocess.run([*base, "--log_dir", str(tmp_path / "bad"), "--noise_floor_from", str(held), str(other)],
+    bad = subprocess.run([*base, "--out", str(tmp_path / "bad"), "--noise_floor_from", str(held), str(other)],
                          capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
     assert str(held) in bad.stderr and str(other) in bad.stderr and "not repeats" in bad.stderr
     assert not (tmp_path / "bad").exists()
-    ok = subprocess.run([*base, "--log_dir", str(tmp_path / "ok"), "--noise_floor_from", str(held), str(rep)],
+    ok = subprocess.run([*base, "--out", str(tmp_path / "ok"), "--noise_floor_from", str(held), str(rep)],
                         capture_output=True, text=True, env=env, timeout=300)
     assert ok.returncode == 0, ok.stderr[-2000:]
     (run_dir,) = list((tmp_path / "ok").iterdir())

@@ -142,7 +142,7 @@ def test_every_readme_workflow_command_runs_on_the_bundled_runs(tmp_path):
         if script.startswith("gen_") and "--out" not in args:  # designs go to the test's folder, not the checkout's logs/
             args += ["--out", str(tmp_path / "logs" / "targets")]
         if script in FIT_SCRIPTS and "--eval_params" not in args:
-            args += ["--log_dir", str(tmp_path / "logs" / "sysid")]
+            args += ["--out", str(tmp_path / "logs" / "sysid")]
         _inputs_exist(args, tmp_path)
         before = set((tmp_path / "logs" / "sysid").glob("*"))
         t0 = time.perf_counter()

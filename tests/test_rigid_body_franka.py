@@ -156,7 +156,7 @@ def test_a_run_without_its_torque_is_refused_naming_file_and_column(franka, tmp_
     (tmp_path / "no_tau_J.json").write_text(Path(paths[0]).with_suffix(".json").read_text())
     assert main_from_args(IdentifyArgs(out=tmp_path / "o", runs=(bad,), no_plots=True)) == 2
     err = capsys.readouterr().err
-    assert "no_tau_J.csv" in err and "tau_J4" in err and "--signal tau" in err, err
+    assert "no_tau_J.csv" in err and "tau_J4" in err and "--torque_signal tau" in err, err
     assert not (tmp_path / "o").exists()
 
 
@@ -171,7 +171,7 @@ def test_a_run_without_its_torque_is_refused_naming_file_and_column(franka, tmp_
         (["--prior-rel-std", "0"], "--prior-rel-std"),
         (["--hac-lag-s", "-1"], "--hac-lag-s"),
         (["--mass-lower-factor", "1.2", "--mass-upper-factor", "1.1"], "--mass-lower-factor"),
-        (["--signal", "tau_ext"], "--signal"),
+        (["--torque_signal", "tau_ext"], "--torque_signal"),
         (["--dt", "0"], "--dt"),
         (["--drive-gains", "1", "1"], "--drive-gains"),
     ],

@@ -34,8 +34,8 @@ CASES: dict[str, list[str]] = {
     "record_twin.py": ["--target_run", MISSING, "--out", "{tmp}"],
     "refine_inertials.py": ["--rb_params", "/nonexistent/rb_params.json", "--runs", MISSING, "--delay", "2", "--out", "{tmp}"],
     "seed_fit.py": ["--rb_params", "/nonexistent/rb_params.json", "--out", "{tmp}/seed.json"],
-    "sysid_franka_osc.py": ["--real_csv", "{bad}", "--log_dir", "{tmp}"],
-    "fit.py": ["--real_csv", "{bad}", "--log_dir", "{tmp}"],
+    "sysid_franka_osc.py": ["--runs", "{bad}", "--out", "{tmp}"],
+    "fit.py": ["--runs", "{bad}", "--out", "{tmp}"],
     "track_friction.py": [MISSING, "--out", "{tmp}"],
     "validate_runs.py": [],  # a file that fails is a result (FAIL <file> on stdout, exit 1); no file is the error
 }

@@ -78,22 +78,22 @@ def test_chain_identify_seed_fit_then_eval_on_the_fit_folder(franka_rb, tmp_path
     seed = tmp_path / "seed.json"
     _ok(_script("seed_fit.py", "--rb_params", rb / "rb_params.json", "--out", seed))
     logs = tmp_path / "fits"
-    out = _ok(_script("sysid_franka_osc.py", "--real_csv", FIT_RUNS[1], "--nominal", rb / "nominal_inertials.json",
+    out = _ok(_script("sysid_franka_osc.py", "--runs", FIT_RUNS[1], "--nominal", rb / "nominal_inertials.json",
                       "--x0", seed, "--strategy", "cmaes", "--max_iter", 1, "--num_envs", 4, "--refine_iter", 0,
-                      "--no_plots", "--quiet", "--log_dir", logs))
+                      "--no_plots", "--quiet", "--out", logs))
     fits = [p for p in logs.iterdir() if (p / "sysid_best_params.json").is_file()]
     assert len(fits) == 1, out[-2000:]
     cfg = json.loads((fits[0] / "config.json").read_text())
     assert "nominal_inertials.json" in json.dumps(cfg)
     # the folder the fit printed stands for its sysid_best_params.json; --nominal takes the identify --out folder
-    _ok(_script("sysid_franka_osc.py", "--eval_params", fits[0], "--real_csv", FIT_RUNS[1], "--nominal", rb,
-                "--no_plots", "--log_dir", logs))
+    _ok(_script("sysid_franka_osc.py", "--eval_params", fits[0], "--runs", FIT_RUNS[1], "--nominal", rb,
+                "--no_plots", "--out", logs))
     assert any(p.name.endswith("_eval") and (p / "eval_result.json").is_file() for p in logs.iterdir())
 
 
 def test_eval_params_folder_without_result_is_one_clear_line(tmp_path):
-    line = _error_line(_script("sysid_franka_osc.py", "--eval_params", tmp_path, "--real_csv", FIT_RUNS[1],
-                               "--log_dir", tmp_path / "logs"))
+    line = _error_line(_script("sysid_franka_osc.py", "--eval_params", tmp_path, "--runs", FIT_RUNS[1],
+                               "--out", tmp_path / "logs"))
     assert str(tmp_path) in line and "sysid_best_params.json" in line and "Errno" not in line
 
 
@@ -139,7 +139,7 @@ def test_a_rejected_estimate_is_a_verdict_and_the_fit_refuses_its_file(tmp_path)
     with pytest.raises(NominalFileError, match="marked not to be used"):
         load_nominal(rb / "nominal_inertials.json")
     line = _error_line(_script("sysid_franka_osc.py", "--eval_params", rb / "nominal_inertials.json",
-                               "--real_csv", FIT_RUNS[1], "--nominal", rb, "--log_dir", tmp_path / "logs"))
+                               "--runs", FIT_RUNS[1], "--nominal", rb, "--out", tmp_path / "logs"))
     assert str(rb / "nominal_inertials.json") in line and "--admit_rejected_nominal" in line
     # forced: read, and still something every engine takes
     robot = load_robot("franka_panda")
@@ -157,7 +157,7 @@ def test_an_engine_invalid_link_is_refused_on_reading_naming_link_moments_and_fi
     pi = np.array([rb_params["reconstruction"]["standard"][n] for n in reg.param_names])
     bad = save_nominal(tmp_path / "old_nominal.json", reg.link_inertials(pi))
     line = _error_line(_script("sysid_franka_osc.py", "--eval_params", rb / "nominal_inertials.json",
-                               "--real_csv", FIT_RUNS[1], "--nominal", bad, "--log_dir", tmp_path / "logs"))
+                               "--runs", FIT_RUNS[1], "--nominal", bad, "--out", tmp_path / "logs"))
     assert str(bad) in line and "panda_link7" in line and "principal moments" in line and "A + B >= C" in line
     assert "--backend" not in line
 
@@ -179,5 +179,5 @@ def test_ur10e_chain_identify_seed_torque_replay_eval(tmp_path):
     _ok(_script("sysid_franka_osc.py", "--replay", "torque", "--log_format", "ur10e", "--torque_signal", "current",
                 "--drive_gains", 10.0, 10.6956, 8.4566, 9.0029, 9.48, 10.1232, "--torque_includes_gravity",
                 "--window_s", 0.5, "--eval_params", seed, "--nominal", rb,
-                "--real_csv", data / "validation_data" / "ur-20_01_17-p1.csv",
-                "--no_plots", "--log_dir", tmp_path / "logs"))
+                "--runs", data / "validation_data" / "ur-20_01_17-p1.csv",
+                "--no_plots", "--out", tmp_path / "logs"))

@@ -1,6 +1,6 @@
 """The one reader of a list of runs: CSV files (each with its sidecar) and HDF5 files, validated, names unique.
 
-Every stage that takes runs from the user reads them here (the fit's ``--real_csv``/``--heldout_csv``, the
+Every stage that takes runs from the user reads them here (the fit's ``--runs``/``--heldout``, the
 rigid-body identification, CLIE, payload, online friction), so a file is accepted or refused the same way
 everywhere. The formats themselves are read by :func:`~isaaclab_sysid.data.formats.csv_run.read_run` (the project's
 schema 1 and the Franka tooling's schema 2) and :func:`~isaaclab_sysid.data.formats.hdf5.read_runs_hdf5`.
@@ -28,7 +28,7 @@ def read_runs(paths: Sequence[str | Path], sidecars: Sequence[str | Path | None]
         paths: run CSVs, or HDF5 files (``.h5``/``.hdf5``: every run in the file).
         sidecars: sidecar JSONs paired with ``paths`` in order (a missing one, or None: ``<csv>.json``).
         admit_abort: read an aborted Franka-tooling run truncated at the abort (refused by default).
-        what: how the caller names these files in messages (e.g. ``--real_csv``).
+        what: how the caller names these files in messages (e.g. ``--runs``).
         reader: reads one (CSV, sidecar) instead of :func:`~isaaclab_sysid.data.formats.csv_run.read_run` (the torque
             replay's readers).
 

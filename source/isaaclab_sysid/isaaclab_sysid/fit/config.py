@@ -2,7 +2,7 @@
 
 ``scripts/sysid_franka_osc.py`` parses :class:`FitArgs` with tyro (the attribute
 docstrings are its ``--help``; the sections' prefixes are omitted, so the flags
-stay flat: ``--real_csv``, ``--num_envs``, ...). ``config.json`` stores
+stay flat: ``--runs``, ``--num_envs``, ...). ``config.json`` stores
 :meth:`FitArgs.to_dict` (nested by section) and ``--resume`` reads it back with
 :meth:`FitArgs.from_dict`, which also reads the flat layout of older fit folders.
 """
@@ -17,7 +17,7 @@ import tyro
 from isaaclab_sysid.fit.param_space import GROUPS
 from isaaclab_sysid.sim.friction import expand_law_aliases
 
-#: repeatable list flags (--real_csv a.csv --real_csv b.csv)
+#: repeatable list flags (--runs a.csv --runs b.csv)
 Repeat = tyro.conf.UseAppendAction
 #: the Coulomb groups ``--fit_groups auto`` (the default) starts from
 FIT_GROUPS_DEFAULT = "armature,friction,viscous,delay"
@@ -31,19 +31,21 @@ def _bounds(group: str) -> tuple[float, float]:
 class RunsConfig:
     """The recorded runs."""
 
-    real_csv: Annotated[list[str], Repeat] = field(default_factory=list)
-    """Recorded run CSV to fit on; repeat the flag for several runs (--real_csv a.csv --real_csv b.csv)."""
+    real_csv: Annotated[list[str], Repeat, tyro.conf.arg(aliases=("--runs",))] = field(default_factory=list)
+    """Recorded run CSV to fit on (--runs, the shared vocabulary; --real_csv its older spelling): --runs a.csv b.csv,
+    or repeat the flag (--runs a.csv --runs b.csv)."""
     real_sidecar: Annotated[list[str], Repeat] = field(default_factory=list)
-    """Sidecar JSON of each --real_csv, paired in order; omitted ones default to the CSV path with .json."""
-    heldout_csv: Annotated[list[str], Repeat] = field(default_factory=list)
-    """Held-out run CSV (never seen by the optimizer), scored after the fit; repeatable."""
+    """Sidecar JSON of each --runs, paired in order; omitted ones default to the CSV path with .json."""
+    heldout_csv: Annotated[list[str], Repeat, tyro.conf.arg(aliases=("--heldout",))] = field(default_factory=list)
+    """Held-out run CSV (never seen by the optimizer), scored after the fit (--heldout; --heldout_csv its older
+    spelling); several values or repeats, as --runs."""
     heldout_sidecar: Annotated[list[str], Repeat] = field(default_factory=list)
-    """Sidecar JSON of each --heldout_csv, paired in order (default: CSV path with .json)."""
+    """Sidecar JSON of each --heldout, paired in order (default: CSV path with .json)."""
     log_format: Literal["run", "ur10e"] = "run"
-    """Format of --real_csv/--heldout_csv: run (the project's run format or the Franka tooling's, with sidecars) or
+    """Format of --runs/--heldout: run (the project's run format or the Franka tooling's, with sidecars) or
     ur10e (the raw 31-column UR10e CSV of shared/data/ur10e: --replay torque only)."""
     traj_weights: str | None = None
-    """Comma-separated weight per --real_csv run in the loss, e.g. 1.0,1.5 (dimensionless; default 1 each)."""
+    """Comma-separated weight per --runs run in the loss, e.g. 1.0,1.5 (dimensionless; default 1 each)."""
     state_age_ms: int | None = None
     """Age of the state in rows logged below 1 kHz [ms]: 0..N, uniform (the newest frame of a state stream; 10 for
     the Franka tooling's 100 Hz stream, 0 for fresh states). Required when a run is logged below 1 kHz and its sidecar
@@ -274,9 +276,9 @@ class OutputConfig:
 
     save_interval: int = 5
     """Write checkpoint_<iter>.json every this many generations (and at the end)."""
-    log_dir: str = "logs/sysid"
-    """Folder under which each fit writes <timestamp>/ with all outputs (before this release: logs/sysid_franka; give
-    --log_dir logs/sysid_franka to keep writing there)."""
+    log_dir: Annotated[str, tyro.conf.arg(aliases=("--out",))] = "logs/sysid"
+    """Folder under which each fit writes <timestamp>/ with all outputs (--out; --log_dir its older spelling; before
+    this release the default was logs/sysid_franka: give --out logs/sysid_franka to keep writing there)."""
     resume: str | None = None
     """Resume the fit in this output folder from its newest checkpoint (its config.json supplies every other option)."""
     eval_params: str | None = None

@@ -71,7 +71,7 @@ def check_args(args: FitArgs) -> None:
     """Refuse an option that cannot work, before any file is read (one line naming the flag)."""
     s, r = args.search, args.replay
     if not args.runs.real_csv:
-        raise FitError("no runs: give at least one --real_csv FILE")
+        raise FitError("no runs: give at least one run: --runs FILE [FILE ...]")
     if s.num_envs < 2:
         raise FitError("--num_envs must be at least 2")
     if s.max_iter < 1:
@@ -119,7 +119,7 @@ def check_args(args: FitArgs) -> None:
     torque_replay.check_torque_args(args)
 
 
-def read_runs(csvs: Sequence[str], sidecars: Sequence[str], what: str = "--real_csv", admit_abort: bool = False,
+def read_runs(csvs: Sequence[str], sidecars: Sequence[str], what: str = "--runs", admit_abort: bool = False,
               reader: Callable[[str, str | None], Run] | None = None) -> list[Run]:
     """:func:`isaaclab_sysid.data.read_runs` (CSV + sidecar, or HDF5) with its refusal as a :class:`FitError`.
     ``admit_abort``: read aborted Franka-tooling runs truncated at the abort (``--admit_aborted``).
@@ -139,7 +139,7 @@ def parse_traj_weights(text: str | None, n_runs: int) -> np.ndarray:
     except ValueError:
         raise FitError(f"--traj_weights '{text}': expected comma-separated numbers, e.g. 1.0,1.5") from None
     if w.size != n_runs:
-        raise FitError(f"--traj_weights has {w.size} values for {n_runs} --real_csv runs")
+        raise FitError(f"--traj_weights has {w.size} values for {n_runs} --runs runs")
     if np.any(~np.isfinite(w)) or np.any(w < 0):
         raise FitError("--traj_weights must be finite and non-negative")
     return w
@@ -319,8 +319,8 @@ def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProbl
     check_args(args)
     torque = args.replay.replay == "torque"
     ab, reader = args.replay.admit_aborted, torque_replay.run_reader(args) if torque else None
-    runs = read_runs(args.runs.real_csv, args.runs.real_sidecar, "--real_csv", ab, reader)
-    heldout = (read_runs(args.runs.heldout_csv, args.runs.heldout_sidecar, "--heldout_csv", ab, reader)
+    runs = read_runs(args.runs.real_csv, args.runs.real_sidecar, "--runs", ab, reader)
+    heldout = (read_runs(args.runs.heldout_csv, args.runs.heldout_sidecar, "--heldout", ab, reader)
                if args.runs.heldout_csv else [])
     clash = {r.name for r in runs} & {r.name for r in heldout}
     if clash:

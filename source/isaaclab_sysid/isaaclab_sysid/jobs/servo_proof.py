@@ -71,13 +71,13 @@ def fit_flags(data: ServoDataset, log_dir: str | Path, groups: str = FULL_GROUPS
     """The flags of ``scripts/sysid_franka_osc.py`` for the servo twin (docs/servo_arms.md)."""
     flags = []
     for c in data.fit_csv:
-        flags += ["--real_csv", c]
+        flags += ["--runs", c]
     for c in data.heldout_csv:
-        flags += ["--heldout_csv", c]
+        flags += ["--heldout", c]
     return flags + ["--robot", "so101", "--fit_groups", groups, "--torque_clamp", "--w_dq", "0", "--w_x", "0",
                     "--delay_bounds", "0", "12", "--kp_bounds", "1", "60", "--kd_bounds", "0", "2",
                     "--mu_static_bounds", "0", "0.3", "--encoder_offset_bounds", "-0.08", "0.08",
-                    "--log_dir", str(log_dir), "--no_plots", *extra]
+                    "--out", str(log_dir), "--no_plots", *extra]
 
 
 @dataclass

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+from typing import Annotated
+
 import tyro
 
 from isaaclab_sysid.arm_model import with_body_inertials
@@ -34,7 +36,7 @@ class TrackArgs:
     """Track each joint's friction (Coulomb, viscous, offset) over a session of runs with RLS and forgetting."""
 
     runs: tyro.conf.Positional[tuple[Path, ...]]
-    """the session's runs in time order (CSV with sidecar, or HDF5 with many runs)"""
+    """the session's runs in time order (CSV with sidecar, or HDF5 with many runs; or after --runs, the shared spelling)"""
     robot: str | None = None
     """robot config (default: the runs' robot)"""
     nominal: Path | None = None
@@ -45,8 +47,9 @@ class TrackArgs:
     """a replay fit's sysid_best_params.json: armature, and the tracker's start (friction, viscous)"""
     source: str = "model"
     """friction signal: model (torque minus the rigid-body model) or sensor_difference (tau + g - tau_J)"""
-    torque: str = "tau_J"
-    """torque of the model source: tau_J (measured) or tau (commanded)"""
+    torque: Annotated[str, tyro.conf.arg(name="torque_signal")] = "tau_J"
+    """torque of the model source: tau_J (measured) or tau (commanded) (--torque_signal; --torque, its older
+    spelling, still works)"""
     forgetting: tuple[float, ...] = (0.98,)
     """forgetting factor(s) per update; several compare lag against noise (e.g. 1.0 0.98 0.9)"""
     guard: str = "bound"
@@ -81,8 +84,8 @@ class TwinArgs:
     """output folder: session.h5 (all runs) and friction_truth.json"""
     session_s: float = 1200.0
     """session length [s] (20 minutes: a warm-up)"""
-    runs: int = 40
-    """runs in the session (back to back)"""
+    runs: Annotated[int, tyro.conf.arg(name="n_runs")] = 40
+    """how many runs the session has, back to back (--n_runs; --runs, its older spelling, still works)"""
     fall: float = 0.35
     """relative fall of Coulomb and viscous friction from cold to warm"""
     seed: int = 0

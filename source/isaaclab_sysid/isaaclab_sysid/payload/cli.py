@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from typing import Annotated
+
 import tyro
 
 from isaaclab_sysid.arm_model import with_body_inertials
@@ -53,7 +55,7 @@ class DesignArgs:
 class FitArgs:
     """Identify the payload from loaded runs (and reference runs at the same poses without it)."""
 
-    loaded: tuple[Path, ...]
+    loaded: Annotated[tuple[Path, ...], tyro.conf.arg(aliases=("--runs",))]
     """runs with the payload (CSV with sidecar, or HDF5)"""
     reference: tuple[Path, ...] = ()
     """the same poses (or, with --motion, the same trajectories in order) without the payload;
@@ -64,8 +66,9 @@ class FitArgs:
     """the arm's link inertials: a nominal_inertials.json or rb_params.json (default: the URDF's)"""
     link: str | None = None
     """link the payload is fixed to (default: the last link)"""
-    signal: str = "tau_J"
-    """torque signal: tau_J (measured) or tau (commanded)"""
+    signal: Annotated[str, tyro.conf.arg(name="torque_signal")] = "tau_J"
+    """torque signal: tau_J (measured) or tau (commanded) (--torque_signal, the shared spelling; --signal still
+    works)"""
     motion: bool = False
     """also fit the inertia from every sample of moving runs (paired with --reference in order)"""
     run_offsets: bool = False

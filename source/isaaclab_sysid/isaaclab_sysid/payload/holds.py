@@ -71,7 +71,7 @@ class Hold:
 
 def _signal(run: Run, signal: str) -> np.ndarray:
     if signal not in ("tau_J", "tau"):
-        raise PayloadInputError(f"--signal must be tau_J or tau; got {signal!r}")
+        raise PayloadInputError(f"--torque_signal must be tau_J or tau; got {signal!r}")
     return np.asarray(getattr(run, signal), dtype=float)
 
 

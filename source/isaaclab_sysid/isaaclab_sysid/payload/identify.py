@@ -101,7 +101,7 @@ class PayloadOptions:
         """Refuse bad values naming the flag."""
         self.holds.validate()
         if self.signal not in ("tau_J", "tau"):
-            raise PayloadInputError(f"--signal must be tau_J or tau; got {self.signal!r}")
+            raise PayloadInputError(f"--torque_signal must be tau_J or tau; got {self.signal!r}")
         if not 0.0 < self.level < 1.0:
             raise PayloadInputError(f"--level must lie in (0, 1); got {self.level}")
         if self.mc_samples < 1000:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
+from typing import Annotated
+
 import tyro
 
 from isaaclab_sysid.data import RunFormatError, read_runs
@@ -59,11 +61,12 @@ class IdentifyArgs:
     """Output folder (created; default logs/rigid_body/<robot>)."""
     runs: tuple[Path, ...] = ()
     """Identification runs in the project's run format (CSV + sidecar, or HDF5); when given,
-    the UR10e data is not used and the output is the measured joint torque (--signal)."""
+    the UR10e data is not used and the output is the measured joint torque (--torque_signal)."""
     heldout: tuple[Path, ...] = ()
     """Held-out runs (run format) whose torque is predicted and reported."""
-    signal: str = "tau_J"
-    """--runs output signal: tau_J (measured joint torque, libfranka: includes gravity) or tau (commanded)."""
+    signal: Annotated[str, tyro.conf.arg(name="torque_signal")] = "tau_J"
+    """--runs output signal: tau_J (measured joint torque, libfranka: includes gravity) or tau (commanded)
+    (--torque_signal, the shared spelling; --signal still works)."""
     tau_includes_gravity: tyro.conf.DisallowNone[bool | None] = None
     """--runs: the signal contains gravity (real Panda tau_J: yes; the gravity-free twin's tau_J: no). Default: what
     the runs' sidecars record (gravity_compensated, the recorder, schema 2); required where they do not say, refused
@@ -187,7 +190,7 @@ def check_flags(args: IdentifyArgs) -> None:
     if args.runs:
         require(not args.identify_gains,
                 "--identify-gains needs current logs with a payload (UR10e format); --runs logs torque")
-        require_choice("--signal", args.signal, RUN_SIGNALS)
+        require_choice("--torque_signal", args.signal, RUN_SIGNALS)
         for name in ("ident", "data", "drive_gains", "published", "payload_heldout", "fixed_gains"):
             value = getattr(args, name)
             require(value is None or value == (), f"--{name.replace('_', '-')} is for the UR10e logs, not --runs")
@@ -266,7 +269,7 @@ def _file(run) -> str:
 
 
 def resolve_gravity(args: IdentifyArgs, runs: list) -> tuple[bool, str]:
-    """Whether the runs' ``--signal`` holds gravity: what their files record (:func:`gravity_record`), the flag
+    """Whether the runs' ``--torque_signal`` holds gravity: what their files record (:func:`gravity_record`), the flag
     where they are silent. Returns (value, where it comes from).
 
     Raises:

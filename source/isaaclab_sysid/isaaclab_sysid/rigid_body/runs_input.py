@@ -106,7 +106,7 @@ def process_run(
         what, other = ("measured", "tau") if signal == "tau_J" else ("commanded", "tau_J")
         more = f"; {len(empty)} joints" if len(empty) > 1 else ""
         raise ValueError(f"{src}: column {signal}{empty[0] + 1} is empty (NaN in every row{more}): the least squares "
-                         f"needs the {what} torque; log it, or pass --signal {other}")
+                         f"needs the {what} torque; log it, or pass --torque_signal {other}")
     return preprocess(run.t, run.q, {signal: y}, options, source=src, velocity=run.dq if use_logged_velocity else None)
 
 
