@@ -14,7 +14,10 @@ same character, so it scales the statistical half-width:
 
 plus an optional fixed relative margin ``rel_margin * |value|`` and an absolute
 floor ``min_half_width[group]``. Ranges are clipped to the physical limits
-(>= 0 for armature, friction, viscous and delay), not to the fit's search bounds.
+(>= 0 for armature, friction, viscous, delay and the friction laws' levels, coefficients and
+stiffness), not to the fit's search bounds; a law number's other domain limits (a dynamic
+ratio <= 1, a velocity, exponent or slope > 0) are applied where the Isaac Lab module draws it
+(``SAMPLED_RANGES``).
 
 A number whose fitted value sits at a search bound gets the fit's search bounds
 (its interval assumes an interior optimum), with a warning. Numbers the data
@@ -37,7 +40,8 @@ from isaaclab_sysid.intervals.common import Interval
 
 #: physical lower limit of each group's value
 PHYSICAL_MIN = {"armature": 0.0, "friction": 0.0, "viscous": 0.0, "delay": 0.0, "mu_static": 0.0, "dynamic_ratio": 0.0,
-                "mass": 1e-6}
+                "mass": 1e-6, "sigmoid_amplitude": 0.0, "presliding_stiffness": 0.0, "load_friction_motor": 0.0,
+                "load_friction_external": 0.0}
 
 
 @dataclass(frozen=True)
