@@ -126,9 +126,10 @@ def gravity_cause(res, source: str = "") -> Cause:
 
 
 def ls_offsets(res) -> tuple[np.ndarray, np.ndarray, str]:
-    """The per-joint constant bias the LS found: (N,) offsets [output unit], (N,) HAC std (inf where grouped), and
-    what they are. Without offset columns: the LS residual's per-joint mean on the identification runs and its
-    HAC-free std (residual RMS / sqrt(rows / window))."""
+    """The per-joint constant bias the LS found: (N,) offsets [N m] (the parameters are in torque units whatever the
+    output), (N,) HAC std (inf where grouped), and what they are. Without offset columns: the LS residual's per-joint
+    mean on the identification runs (times the drive gains of a current output) and its std over the effective
+    samples (rows / HAC window)."""
     reg, base = res.regressor, res.base
     n = reg.n_dof
     if "offset" in reg.joint_terms:
@@ -147,7 +148,8 @@ def ls_offsets(res) -> tuple[np.ndarray, np.ndarray, str]:
         r.append((p.signals[data.signal].ravel() - W @ res.fit.theta).reshape(-1, n))
     r = np.vstack(r)
     eff = max(r.shape[0] / max(res.hac_lags, 1), 1.0)
-    return r.mean(axis=0), r.std(axis=0) / np.sqrt(eff), "the LS residual's mean (no offset columns)"
+    k = np.ones(n) if data.gains is None else np.asarray(data.gains, dtype=float)
+    return k * r.mean(axis=0), k * r.std(axis=0) / np.sqrt(eff), "the LS residual's mean (no offset columns)"
 
 
 def _ident_poses(res, every: int = 10) -> np.ndarray:
@@ -157,7 +159,7 @@ def _ident_poses(res, every: int = 10) -> np.ndarray:
 
 def bias_cause(res) -> Cause:
     """Test the LS's constant torque bias against a change of end effector and of gravity (module docstring)."""
-    reg, unit = res.regressor, res.data.unit
+    reg = res.regressor
     names = reg.robot.joint_names
     bias, std, what = ls_offsets(res)
     z = bias / std
@@ -166,16 +168,13 @@ def bias_cause(res) -> Cause:
     if not sig:
         return Cause("bias", "refuted", f"a constant torque bias: {what} are within {BIAS_Z:g} standard errors of 0",
                      "none needed", 0.0, evidence)
-    listed = ", ".join(f"{names[j]} {bias[j]:+.3g} {unit} (z {z[j]:.1f})" for j in sig)
-    fits: list[PatternFit] = []
-    if unit != "A":  # patterns in N m; a current log's bias would need the drive gains first
-        q = _ident_poses(res)
-        patterns = {k: v for k, v in variant_gravity(reg.robot, q).items()}
-        patterns["gravity"] = (mean_gravity(reg.robot, q) * (1.0 if not reg.options.gravity else -1.0), "")
-        se = np.where(np.isfinite(std), std, 1e12)
-        fits = explain_bias(bias, se, patterns)
+    listed = ", ".join(f"{names[j]} {bias[j]:+.3g} N m (z {z[j]:.1f})" for j in sig)
+    q = _ident_poses(res)
+    patterns = dict(variant_gravity(reg.robot, q))
+    patterns["gravity"] = (mean_gravity(reg.robot, q) * (1.0 if not reg.options.gravity else -1.0), "")
+    fits: list[PatternFit] = explain_bias(bias, np.where(np.isfinite(std), std, 1e12), patterns)
     evidence["patterns"] = [f.summary() for f in fits]
-    best = fits[0] if fits and fits[0].named else None
+    best = fits[0] if fits[0].named else None
     if best is None:
         near = (f" (nearest: {fits[0].name} explains {100 * max(fits[0].explained, 0.0):.0f} % at scale "
                 f"{fits[0].scale:.2f})" if fits else "")

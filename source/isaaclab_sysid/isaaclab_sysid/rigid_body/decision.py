@@ -64,7 +64,8 @@ class PredictionDecision:
 
     def sentence(self, unit: str) -> str:
         """One clause: what the SDP set predicts against the LS, on what."""
-        return (f"on the {self.rests_on} ({', '.join(self.runs)}) the SDP set's pooled torque RMSE is "
+        runs = ", ".join(self.runs) if len(self.runs) <= 3 else f"{len(self.runs)} runs"
+        return (f"on the {self.rests_on} ({runs}) the SDP set's pooled torque RMSE is "
                 f"{self.pooled_sdp:.4g} against the LS's {self.pooled_ls:.4g} {unit} ({self.ratio:.3f}x, z {self.z:.1f}; "
                 f"blocked above {1 + WORSE_POOLED:.2f}x at z > {DECISION_Z:g})")
 
