@@ -2,7 +2,7 @@
 """Fit per-joint armature, friction, viscous damping and the actuator delay by CMA-ES replay.
 
 The fit for every arm (a Franka, a UR, a servo arm or bench): the same command as the documented
-``scripts/sysid_franka_osc.py``; both call ``isaaclab_sysid.jobs.fit_job.fit_cli``.
+``scripts/sysid_franka_osc.py``; both call ``isaaclab_sysid.jobs.pipeline.fit_cli``.
 
 Replays every recorded run (--real_csv) in a population of simulated arms under
 the run's own controller and gains, and moves the parameters to minimize
@@ -27,7 +27,7 @@ Example (bundled runs, CPU):
 
 from __future__ import annotations
 
-from isaaclab_sysid.jobs.fit_job import fit_cli
+from isaaclab_sysid.jobs.pipeline import fit_cli
 from isaaclab_sysid.utils.cli import run_cli
 
 if __name__ == "__main__":

@@ -16,11 +16,12 @@ pytest.importorskip("isaaclab_sysid.twin.recorder")
 from isaaclab_sysid.benchmarking.peers import twin  # noqa: E402
 from isaaclab_sysid.data import write_run  # noqa: E402
 from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
-from isaaclab_sysid.fit.result import FitResult
-from isaaclab_sysid.fit.run_folder import RESULT_FILE  # noqa: E402
+from isaaclab_sysid.fit.result import FitResult  # noqa: E402
+from isaaclab_sysid.fit.run_folder import LAW_CHOICE_FILE, RESULT_FILE  # noqa: E402
 from isaaclab_sysid.jobs.fit_job import run_fit  # noqa: E402
-from isaaclab_sysid.fit.run_folder import LAW_CHOICE_FILE
-from isaaclab_sysid.jobs.law_choice import ChannelStats, bic_of, parse_laws  # noqa: E402
+from isaaclab_sysid.fit.param_space import GROUPS, ParamSpace  # noqa: E402
+from isaaclab_sysid.jobs.law_choice import ChannelStats, bic_of, law_start, parse_laws  # noqa: E402
+from isaaclab_sysid.sim.friction import LAWS, applied_force  # noqa: E402
 from isaaclab_sysid.robots import load_robot  # noqa: E402
 from isaaclab_sysid.twin.demo import joint_target  # noqa: E402
 from isaaclab_sysid.twin.recorder import record_twin  # noqa: E402
@@ -67,3 +68,32 @@ def test_bic_and_the_laws_flag():
     assert parse_laws("none") == [] and parse_laws("sigmoid, dahl") == ["sigmoid", "dahl"]
     with pytest.raises(ValueError, match="unknown"):
         parse_laws("sigmoid,coulomb")
+
+
+def test_the_sigmoid_starts_at_the_coulomb_fit_s_level():
+    """The Gaz sigmoid at offset 0 is a (sigma(s v) - 1/2): at speed it tends to a / 2, so the law's start from a
+    Coulomb fit takes twice the Coulomb level as its amplitude (the friction the Coulomb fit found, not half of it)."""
+    names = [f"j{i}" for i in range(3)]
+    coulomb = ParamSpace.from_bounds({g: GROUPS[g].default_bounds for g in ("armature", "friction", "viscous")}, 3,
+                                     names)
+    space = ParamSpace.from_bounds({g: GROUPS[g].default_bounds for g in ("armature", "sigmoid_amplitude",
+                                    "sigmoid_slope", "sigmoid_offset", "viscous")}, 3, names)
+    fc = np.array([0.3, 0.8, 1.5])
+    x = coulomb.normalize({"armature": np.full(3, 0.1), "friction": fc, "viscous": np.full(3, 0.2)})
+    dec = space.decode(law_start(coulomb, x, space, "sigmoid"))
+    p = np.stack([dec["sigmoid_amplitude"], dec["sigmoid_slope"], dec["sigmoid_offset"]], axis=1)
+    at_speed = applied_force(LAWS["sigmoid"], p, np.full(3, 2.0), np.zeros(3))
+    np.testing.assert_allclose(-at_speed, fc, rtol=1e-6)
+
+
+def test_an_armature_at_its_bound_names_the_law_that_frees_it():
+    from isaaclab_sysid.jobs.law_choice import LawChoice, freed_by
+
+    hits = {"armature[j5]", "armature[j6]"}
+    freed = freed_by(hits, {"sigmoid": {"armature[j6]"}, "dahl": set(), "load": hits})
+    assert freed == {"armature[j5]": ["dahl", "sigmoid"], "armature[j6]": ["dahl"]}
+    kept = LawChoice("coulomb", "coulomb", 10, 5.0, freed=freed).freed_lines()
+    assert kept[1] == ("armature[j6] sits at its bound under coulomb; the dahl law frees it (refitted, not chosen on "
+                       "the BIC): the bound may stand in for a friction the model lacks")
+    chose = LawChoice("coulomb", "dahl", 10, 5.0, freed=freed).freed_lines()
+    assert chose[0] == "armature[j5] sat at its bound under coulomb; the dahl law (chosen) frees it"

@@ -14,8 +14,6 @@ shows the path of the parameter vector through these stages.
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -23,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest, augmented_space, coulomb_as_static
+from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest
 from isaaclab_sysid.evaluate.heldout import EvalResult, evaluate_params, write_eval_outputs
 from isaaclab_sysid.evaluate.noise_floor import resolve_noise_floor
 from isaaclab_sysid.fit.shooting_floor import shooting_floor
@@ -34,7 +32,6 @@ from isaaclab_sysid.evaluate.window_scores import WindowComparison, compare_on_w
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.errors import FitError
 from isaaclab_sysid.fit.fast_path import FastPathSettings
-from isaaclab_sysid.fit.loss import DIVERGENCE_PENALTY
 from isaaclab_sysid.fit.optimizer import CmaesSettings
 from isaaclab_sysid.fit.outputs import write_config
 from isaaclab_sysid.fit.problem import FitProblem, build_problem, params_file, seed_from_parts, start_point
@@ -43,17 +40,10 @@ from isaaclab_sysid.fit.run_folder import EVAL_SUFFIX, MODEL_CHOICE_FILE, RESULT
 from isaaclab_sysid.fit.search import Search, SearchSettings
 from isaaclab_sysid.fit.tracking import WandbLog
 from isaaclab_sysid.jobs.assessment import assess_fit
-from isaaclab_sysid.jobs.model_choice import (
-    FrictionChoice,
-    decide,
-    not_applicable,
-    score_test,
-    worth_refit,
-    static_groups,
-)
-from isaaclab_sysid.jobs import law_choice as lc
+from isaaclab_sysid.jobs.auto_model import diverged, run_auto
+from isaaclab_sysid.jobs.model_choice import FrictionChoice
 from isaaclab_sysid.sim.interface import UnsupportedParameterError
-from isaaclab_sysid.sim.shooting import backend_windows, is_torque_run
+from isaaclab_sysid.sim.shooting import backend_windows
 from isaaclab_sysid.utils.atomic import atomic_write_json
 
 
@@ -88,153 +78,19 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
     floor = resolve_noise_floor(args.output.noise_floor_mrad, args.output.noise_floor_from, log,
                                 admit_aborted=args.replay.admit_aborted)  # repeat files read and checked before the fit
     search, result = _search(args, problem, log)
-    _refuse_diverged(result, search.run_dir)
+    _refusediverged(result, search.run_dir)
     run_dir, choice, test = search.run_dir, None, None
     if args.params.auto:
-        coulomb = result
-        search, result, choice, test = _auto_friction(args, problem, search, result, log)
-        search, result, law = _auto_law(args, problem, search, result, coulomb, run_dir, log)
-        if law is not None and law.chosen != law.base:
-            test = None  # the score test is of the Coulomb model
+        def refit(a: FitArgs, p: FitProblem, d: Path, x0: np.ndarray) -> tuple[Search, FitResult]:
+            return _search(a, p, log, run_dir=d, x0=x0, refit=True)
+
+        search, result, choice, test = run_auto(args, problem, search, result, log, refit)
     path = RunFolder(run_dir).write_result(result)
     log(f"best loss {result.best_score:.6g}; wrote {path}")
     log("  " + result.summary_line())
     _evaluate_and_report(args, problem, result, run_dir, search.cmaes.state.history, log,
                          time.perf_counter() - t_start, floor, choice, test)
     return run_dir
-
-
-def _auto_friction(args: FitArgs, problem: FitProblem, search: Search, coulomb: FitResult, log: Callable[[str], None]
-                   ) -> tuple[Search, FitResult, FrictionChoice, StaticFrictionTest | None]:
-    """``--fit_groups auto`` after the Coulomb fit (jobs/model_choice.py): the score test, the static-friction refit
-    from the Coulomb optimum where the test or its Gauss-Newton forecast says it may pay (its checkpoints in
-    ``<run_dir>/static_friction``), the choice (logged and written to
-    ``fit_groups_auto.json``); returns the search and result that are the answer and the score test (None when the
-    answer is the static fit: the test is of the Coulomb model)."""
-    run_dir = search.run_dir
-    groups = list(coulomb.space.group_names)
-    margin = args.params.auto_static_margin
-    why_not = not_applicable(problem, coulomb)
-    test = None if why_not is not None else score_test(problem, coulomb)
-    if why_not is not None:
-        choice = FrictionChoice(groups, groups, False, why_not)
-    elif not worth_refit(test, margin):
-        choice = decide(coulomb, test, None, margin)
-    else:
-        static_args = copy.deepcopy(args)
-        static_args.params.fit_groups = ",".join(static_groups(groups))
-        space = augmented_space(coulomb.space, args.params.mu_static_bounds, args.params.dynamic_ratio_bounds)
-        x0 = coulomb_as_static(coulomb.space, coulomb.best_x, space)
-        log(f"--fit_groups auto: refitting with {static_args.params.fit_groups} from the Coulomb optimum")
-        refit, static = _search(static_args, dataclasses.replace(problem, space=space), log,
-                                run_dir=_mkdir(run_dir / "static_friction"), x0=x0, refit=True)
-        choice = (decide(coulomb, test, float(static.best_score), margin) if not _diverged(static) else
-                  FrictionChoice(groups, groups, False, "the static refit diverged: kept Coulomb"))
-    log(choice.line())
-    atomic_write_json(RunFolder(run_dir).model_choice, choice.to_json())
-    if not choice.static:
-        return search, coulomb, choice, test
-    RunFolder(_mkdir(run_dir / "coulomb")).write_result(coulomb)
-    return refit, static, choice, None
-
-
-def _auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult, coulomb: FitResult, run_dir: Path,
-              log: Callable[[str], None]) -> tuple[Search, FitResult, lc.LawChoice | None]:
-    """``--fit_groups auto``'s second step (jobs/law_choice.py): each law of ``--auto_laws`` weighed against the base
-    answer by the BIC on the fit runs' residual, refitted (in ``<run_dir>/law_<name>``) only where its Gauss-Newton
-    forecast could win (the base refined first with the same budget, in ``<run_dir>/base_refined``, so that a law
-    cannot win on convergence the base did not finish); the answer is the lowest BIC (logged,
-    ``<run_dir>/friction_law_auto.json``; the base answer kept
-    in ``<run_dir>/<its law>`` when another wins). Returns the answer's search
-    and result, and the choice (None when the step does not apply, said in the log)."""
-    try:
-        laws = lc.parse_laws(args.params.auto_laws)
-    except ValueError as exc:
-        raise FitError(str(exc)) from None
-    groups = list(base.space.group_names)
-    cands, why = lc.candidates_for(groups, laws)
-    if not laws:
-        return search, base, None
-    if why is None and any(is_torque_run(r) for r in problem.runs):
-        why = "the friction laws are not weighed on torque runs yet"
-    if why is not None:
-        log(f"--fit_groups auto, friction law: kept {lc.law_of_groups(groups).name} ({why})")
-        return search, base, None
-    base_obj = dataclasses.replace(problem, space=base.space).objective()
-    stats = lc.channel_stats(base_obj, base.best_x)
-    n, n_eff = stats.n_total, stats.n_eff_total
-    base_name = lc.law_of_groups(groups).name
-    k0 = lc.continuous_count(base.space)
-    scores = [lc.LawScore(base_name, groups, k0, float(base.best_score), lc.bic_of(stats.ssr, stats, k0), refit=True,
-                          note="the base model")]
-    best_bic, answer = scores[0].bic, (search, base, base_name)
-    base_refined = False
-    for law in cands:
-        space = lc.law_space(base.space, law, args.params)
-        bad = [g for g in space.group_names if g not in problem.backend.supported_groups]
-        k = lc.continuous_count(space)
-        if bad:
-            scores.append(lc.LawScore(law, list(space.group_names), k, note=f"the {problem.backend.name} backend cannot "
-                                      f"represent {', '.join(bad)}"))
-            continue
-        sub = dataclasses.replace(problem, space=space)
-        x0 = lc.law_start(coulomb.space, coulomb.best_x, space, law)
-        fc = lc.forecast(sub.objective(), x0)
-        if fc is None:
-            scores.append(lc.LawScore(law, list(space.group_names), k, note="its start did not replay finitely"))
-            continue
-        sc = lc.LawScore(law, list(space.group_names), k, forecast_loss=fc[0], forecast_bic=lc.bic_of(fc[1], stats, k))
-        scores.append(sc)
-        if not sc.forecast_bic < best_bic:
-            sc.note = "its forecast cannot beat the best BIC: not refitted"
-            continue
-        if not base_refined:  # the same refit budget for the base first: a law must not win on convergence alone
-            base_refined = True
-            b_args = copy.deepcopy(args)
-            b_args.params.fit_groups = ",".join(groups)
-            b_srch, b_res = _search(b_args, dataclasses.replace(problem, space=base.space), log,
-                                    run_dir=_mkdir(run_dir / "base_refined"), x0=base.best_x, refit=True)
-            if not _diverged(b_res) and b_res.best_score < base.best_score:
-                log(f"--fit_groups auto: the {base_name} fit refined as far as a law refit goes: loss "
-                    f"{base.best_score:.6g} -> {b_res.best_score:.6g}")
-                search, base = b_srch, b_res
-                scores[0].loss = float(base.best_score)
-                scores[0].bic = lc.bic_of(lc.channel_ssr(base_obj, base.best_x), stats, k0)
-                scores[0].note = "the base model, refined with a law refit's budget"
-                best_bic, answer = scores[0].bic, (search, base, base_name)
-            if not sc.forecast_bic < best_bic:
-                sc.note = "its forecast cannot beat the refined base's BIC: not refitted"
-                continue
-        law_args = copy.deepcopy(args)
-        law_args.params.fit_groups = ",".join(space.group_names)
-        log(f"--fit_groups auto: refitting with the {law} friction law ({law_args.params.fit_groups}) from the "
-            f"Coulomb optimum (forecast loss {fc[0]:.4g} against {base.best_score:.4g})")
-        srch, res = _search(law_args, sub, log, run_dir=_mkdir(run_dir / f"law_{law}"), x0=x0, refit=True)
-        if _diverged(res):
-            sc.note = "the refit diverged"
-            continue
-        sc.refit, sc.loss = True, float(res.best_score)
-        sc.bic = lc.bic_of(lc.channel_ssr(sub.objective(), res.best_x), stats, k)
-        stopped = res.not_converged
-        if stopped:  # its BIC is an upper bound: a law that did not converge may be rejected too early
-            sc.note = "its refit did not converge (" + "; ".join(v.reason for v in stopped) + "): its BIC is an upper bound"
-        if sc.bic < best_bic:
-            best_bic, answer = sc.bic, (srch, res, law)
-    chosen = answer[2]
-    reason = ("the lowest BIC on the fit runs" if chosen != base_name else
-              "no law lowers the BIC on the fit runs")
-    choice = lc.LawChoice(base_name, chosen, n, n_eff, scores, reason)
-    log(choice.line())
-    atomic_write_json(RunFolder(run_dir).law_choice, choice.to_json())
-    if chosen == base_name:
-        return search, base, choice
-    RunFolder(_mkdir(run_dir / base_name)).write_result(base)
-    return answer[0], answer[1], choice
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None], run_dir: Path | None = None,
@@ -293,13 +149,9 @@ def strategy_of(s) -> str:
     return s.strategy if s.strategy is not None else ("fast" if s.refine_iter > 0 else "cmaes")
 
 
-def _diverged(result: FitResult) -> bool:
-    return bool(result.best_diverged or not result.best_score < DIVERGENCE_PENALTY)
-
-
-def _refuse_diverged(result: FitResult, run_dir: Path) -> None:
+def _refusediverged(result: FitResult, run_dir: Path) -> None:
     """A best candidate that diverged is no result: exit non-zero and write no sysid_best_params.json."""
-    if _diverged(result):
+    if diverged(result):
         raise FitError(f"the best candidate diverged on at least one run (loss {result.best_score:.4g}): no parameters "
                        f"to report, no {RESULT_FILE} written ({run_dir} keeps the checkpoints). Check the bounds "
                        "(e.g. --delay_bounds), the runs' gains and --torque_clamp/--slew_limit", code=4)
@@ -434,12 +286,4 @@ def main_from_args(args: FitArgs) -> int:
     return 0
 
 
-def fit_cli(argv: list[str] | None = None) -> int:
-    """The fit's command line (``scripts/fit.py`` and its documented alias ``scripts/sysid_franka_osc.py``): parse
-    ``FitArgs`` with tyro from ``argv`` (default: ``sys.argv[1:]``) and run; returns the exit status."""
-    import tyro
-
-    return main_from_args(tyro.cli(FitArgs, args=argv, use_underscores=True))
-
-
-__all__ = ["FitArgs", "FitError", "fit_cli", "main_from_args", "run_fit"]
+__all__ = ["FitArgs", "FitError", "main_from_args", "run_fit"]

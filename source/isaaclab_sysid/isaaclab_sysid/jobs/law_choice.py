@@ -42,6 +42,8 @@ from isaaclab_sysid.sim.friction import LAWS, law_of_groups
 
 #: the laws ``--fit_groups auto`` weighs against the Coulomb / static answer by default
 AUTO_LAWS = ("sigmoid", "load", "dahl")
+#: Gauss-Newton re-linearizations a law's forecast may take (each one batched finite-difference rollout)
+FORECAST_STEPS = 3
 #: the groups that are a model's dry friction (replaced by a candidate law's)
 DRY_GROUPS = ("friction", "mu_static", "dynamic_ratio", "stribeck_velocity", "stribeck_shape")
 
@@ -78,6 +80,8 @@ class LawChoice:
     n_eff: float
     scores: list[LawScore] = field(default_factory=list)
     reason: str = ""
+    #: armature entries at a bound under the base model -> the refitted laws that free them
+    freed: dict[str, list[str]] = field(default_factory=dict)
 
     def line(self) -> str:
         """The log line: the choice, then each model's k, loss and BIC (or forecast)."""
@@ -94,8 +98,32 @@ class LawChoice:
         return (f"--fit_groups auto, friction law -> {self.chosen}: {self.reason} (n_eff {self.n_eff:.0f} of "
                 f"{self.n} residuals; " + "; ".join(parts) + ")")
 
+    def freed_lines(self) -> list[str]:
+        """One line per armature entry the base model left at a bound and a refitted law frees."""
+        out = []
+        for label, laws in self.freed.items():
+            if self.chosen in laws:
+                out.append(f"{label} sat at its bound under {self.base}; the {self.chosen} law (chosen) frees it")
+            else:
+                out.append(f"{label} sits at its bound under {self.chosen}; the {' and '.join(laws)} law"
+                           f"{'s' if len(laws) > 1 else ''} free{'' if len(laws) > 1 else 's'} it (refitted, not "
+                           "chosen on the BIC): the bound may stand in for a friction the model lacks")
+        return out
+
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def armature_at_bound(result) -> set[str]:
+    """The labels of a fit's armature entries at a search bound."""
+    return {h.label for h in result.at_bounds() if h.group == "armature"}
+
+
+def freed_by(base_hits: set[str], refits: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Base model's armature entries at a bound -> the laws (``refits``: law -> its own at-bound labels) whose refit
+    leaves them inside their box."""
+    return {lab: sorted(law for law, hits in refits.items() if lab not in hits) for lab in sorted(base_hits)
+            if any(lab not in hits for hits in refits.values())}
 
 
 def parse_laws(text: str) -> list[str]:
@@ -129,8 +157,8 @@ def law_space(base: ParamSpace, law: str, params: ParamsConfig) -> ParamSpace:
 
 def law_start(coulomb: ParamSpace, x: np.ndarray, space: ParamSpace, law: str) -> np.ndarray:
     """(D,) the start of ``law`` in ``space`` from the Coulomb fit's vector ``x``: every shared group as fitted, the
-    law at its Coulomb limit (load: no load term, exact; Dahl: the stiffest bristle; sigmoid: amplitude = the Coulomb
-    level, the steepest slope, no offset)."""
+    law at its Coulomb limit (load: no load term, exact; Dahl: the stiffest bristle; sigmoid: amplitude = twice the
+    Coulomb level, the level it tends to at speed, the steepest slope, no offset)."""
     dec = coulomb.decode(np.asarray(x, dtype=float))
     vals = {k: v for k, v in dec.items() if k in space.group_names}
     fc = np.asarray(dec["friction"], dtype=float)
@@ -140,7 +168,8 @@ def law_start(coulomb: ParamSpace, x: np.ndarray, space: ParamSpace, law: str) -
     elif law == "dahl":
         vals.update(friction=fc, presliding_stiffness=np.full(n, space.group("presliding_stiffness").upper))
     elif law == "sigmoid":
-        vals.update(sigmoid_amplitude=fc, sigmoid_slope=np.full(n, space.group("sigmoid_slope").upper),
+        # a (sigma(s qd) - 1/2) at offset 0 tends to a / 2 at speed: the Coulomb level is half the amplitude
+        vals.update(sigmoid_amplitude=2.0 * fc, sigmoid_slope=np.full(n, space.group("sigmoid_slope").upper),
                     sigmoid_offset=np.zeros(n))
     else:
         raise ValueError(f"no Coulomb start for the {law} law")
@@ -211,22 +240,41 @@ def bic_of(ssr: dict[str, float], stats: ChannelStats, k: int) -> float:
     return float(total + k * np.log(max(stats.n_eff_total, 1.0)))
 
 
-def forecast(objective: ReplayObjective, x0: np.ndarray) -> tuple[float, dict[str, float]] | None:
-    """(the bounded Gauss-Newton forecast of a refit's loss, the same per channel) from one batched
-    finite-difference rollout at ``x0`` (the delay held); None where the rollout is not finite."""
-    try:
-        sens = sensitivity(objective, x0, profile_delay=False)
-    except IntervalError:  # the law's start diverges on a run: no forecast (the step says so)
-        return None
-    step = bounded_step(objective.space, sens)
-    if step is None:
-        return None
-    out = dict.fromkeys(CHANNELS, 0.0)
-    for rr, jj in zip(sens.r, sens.J):  # per run: (T, C) residuals and (T, C, p) Jacobian
-        pred = rr + jj @ step
-        for c, a in _split(pred, objective.space.n_dof).items():
-            out[c] += float(np.sum(a * a))
-    return float(sum(out.values())), out
+def forecast(objective: ReplayObjective, x0: np.ndarray, steps: int = FORECAST_STEPS
+             ) -> tuple[float, dict[str, float]] | None:
+    """(the bounded Gauss-Newton forecast of a refit's loss, the same per channel) from ``x0`` (the delay held).
+
+    Each step is one batched finite-difference rollout and the bounded Gauss-Newton step from it; after the first,
+    a step is taken only where the rollout at the stepped point replays finitely and scores below the start (a law
+    whose shape is far from linear at its start, the Gaz sigmoid's slope, is judged after up to ``steps``
+    re-linearizations, not by one linear model). None where the start does not replay finitely."""
+    x = np.asarray(x0, dtype=float)
+    best: tuple[float, dict[str, float]] | None = None
+    last = np.inf  # the measured loss at the previous point
+    widths = objective.space.widths()
+    for _ in range(max(1, int(steps))):
+        try:
+            sens = sensitivity(objective, x, profile_delay=False)
+        except IntervalError:  # the law's start (or a stepped point) diverges on a run
+            return best
+        here = float(sum(float(np.sum(rr * rr)) for rr in sens.r))
+        if not here < last:  # the last step did not lower the measured loss: the linear model has run out
+            return best
+        step = bounded_step(objective.space, sens)
+        if step is None:
+            return best
+        out = dict.fromkeys(CHANNELS, 0.0)
+        for rr, jj in zip(sens.r, sens.J):  # per run: (T, C) residuals and (T, C, p) Jacobian
+            pred = rr + jj @ step
+            for c, a in _split(pred, objective.space.n_dof).items():
+                out[c] += float(np.sum(a * a))
+        if best is None or sum(out.values()) < best[0]:
+            best = (float(sum(out.values())), out)
+        last = here
+        cont = np.asarray(sens.cont)
+        x = x.copy()
+        x[cont] = np.clip(x[cont] + step / widths[cont], 0.0, 1.0)
+    return best
 
 
 def continuous_count(space: ParamSpace) -> int:
