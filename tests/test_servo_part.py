@@ -263,7 +263,7 @@ def test_exports_refuse_what_they_would_reduce(load_fit, coulomb_fit):
     assert "load friction law" in str(exc.value) and "\n" not in str(exc.value)
     check_exported_law(load_space, "mjcf")  # MJCF's driver applies the load law with the motor model
     check_exported_law(FitContext.load(coulomb_fit).space, "isaaclab")
-    assert EXPORTED_MOTOR_LAWS["isaaclab"] == ("coulomb",)
+    assert EXPORTED_MOTOR_LAWS["isaaclab"] == ("coulomb", "stribeck", "sigmoid", "dahl")  # SysidServoMotorWithLaw
 
 
 def test_a_servo_run_on_a_file_without_the_motor_model_is_refused(coulomb_fit, tmp_path):
@@ -516,3 +516,48 @@ def test_a_fit_of_an_arm_whose_config_names_a_part_starts_from_it(tmp_path):
                           log_dir=str(tmp_path / "fit"), plots=False, refine_iter=1, max_iter=1), lines.append)
     seeded = [s for s in lines if s.startswith("start from the servo part")]
     assert seeded and "motor_kt[servo]" in seeded[0]
+
+
+def test_generated_servo_actuator_with_a_friction_law_adds_its_torque(servo_module):
+    """Issue 46: a servo motor fit with the Gaz sigmoid law (the Coulomb fit's record with the law in place of its
+    friction): make_servo_motor_cfg builds SysidServoMotorWithLaw, whose effort is the Coulomb module's DC-motor
+    effort (its joint friction is native, not in the effort) plus the sigmoid's torque at the joint velocity, added
+    after the DC motor's clip; check_exported_law no longer refuses it for Isaac Lab."""
+    import dataclasses
+    import json
+
+    from isaaclab_sysid.export.isaaclab_module import generate_module
+    from isaaclab_sysid.export.record import DrRecord
+
+    paths, _, _ = servo_module
+    torch = pytest.importorskip("torch")
+    from isaaclab.utils.types import ArticulationActions
+
+    rec = DrRecord.from_json(json.loads(paths["json"].read_text()))
+    law = {"sigmoid_amplitude": [0.05], "sigmoid_slope": [12.0], "sigmoid_offset": [0.01]}
+    fitted = {k: v for k, v in rec.fitted.items() if k != "friction"} | law
+    rec = dataclasses.replace(rec, fitted=fitted, labels_per_joint={
+        **{k: v for k, v in rec.labels_per_joint.items() if k != "friction"}, **{g: [f"{g}[servo]"] for g in law}})
+    src, _ = generate_module(rec, viscous="independent", servo_families=[servo_family("xl330")])
+    p = paths["module"].parent / "sysid_dr_isaaclab_sigmoid.py"
+    p.write_text(src)
+    m, coulomb = _load_module(p), _load_module(paths["module"])
+    n = 50
+    rng = np.random.default_rng(1)
+    q, dq, goal = rng.uniform(-1, 1, n), rng.uniform(-3, 3, n), rng.uniform(-1.5, 1.5, n)
+    outs = {}
+    for name, mod in (("law", m), ("coulomb", coulomb)):
+        cfg = mod.make_servo_motor_cfg(400.0, 7.3, randomize_delay=False)
+        act = cfg.class_type(cfg, ["servo"], slice(None), n, "cpu")
+        act.reset(slice(None))
+        a = ArticulationActions(joint_positions=torch.tensor(goal[:, None], dtype=torch.float32),
+                                joint_velocities=torch.zeros(n, 1), joint_efforts=torch.zeros(n, 1))
+        outs[name] = act.compute(a, torch.tensor(q[:, None], dtype=torch.float32),
+                                 torch.tensor(dq[:, None], dtype=torch.float32)).joint_efforts.double().numpy()[:, 0]
+        outs[name + "_type"] = type(act).__name__
+    assert outs["law_type"] == "SysidServoMotorWithLaw" and outs["coulomb_type"] == "SysidServoMotor"
+    v = torch.tensor(dq, dtype=torch.float32).double().numpy()
+    a_, s_, o_ = 0.05, 12.0, 0.01
+    sig = -(a_ / (1 + np.exp(-s_ * (v + o_))) - a_ / (1 + np.exp(-s_ * o_)))
+    np.testing.assert_allclose(outs["law"], outs["coulomb"] + sig, rtol=1e-6, atol=1e-6)
+    assert np.abs(sig).max() > 0.02

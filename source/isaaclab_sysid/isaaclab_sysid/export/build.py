@@ -196,8 +196,10 @@ def build_dr_record(result: FitResult, rep: IntervalReport, policy: RangePolicy,
 EXPORTED_LAWS = {"isaaclab": ("coulomb", "stribeck", "sigmoid", "dahl"), "usd": ("coulomb", "stribeck"),
                  "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
 #: the friction laws each export writes exactly beside the servo motor model (motor_kt, motor_r): Isaac Lab's DC motor
-#: with the joint's constant friction (export/servo_part.py), MJCF's driver with every law
-EXPORTED_MOTOR_LAWS = {"isaaclab": ("coulomb",), "usd": ("coulomb",), "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
+#: (export/servo_part.py) with the joint's constant friction or the module's SysidServoMotorWithLaw, MJCF's driver with
+#: every law
+EXPORTED_MOTOR_LAWS = {"isaaclab": ("coulomb", "stribeck", "sigmoid", "dahl"), "usd": ("coulomb",),
+                       "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
 #: why an export cannot carry a law (target, law) -> the reason, said in the refusal's one line
 WHY_NOT = {
     ("isaaclab", "load"): "its budget needs the gravity and Coriolis torque through each joint every physics step, and "
@@ -220,10 +222,11 @@ def check_exported_law(space: ParamSpace, target: str) -> None:
         raise ExportError(f"the fit holds {motor[0]} without {', '.join(set(MOTOR_GROUPS) - set(motor))}: not a servo motor "
                           "model any export writes")
     if motor and law.name not in EXPORTED_MOTOR_LAWS[target]:
+        why = WHY_NOT.get((target, law.name), "it has no term for it")
         raise ExportError(f"the fit's servo motor model carries the {law.name} friction law, which the {target} export "
-                          f"does not apply with it ({target}: {', '.join(EXPORTED_MOTOR_LAWS[target])}; the DC-motor "
-                          "actuator carries no friction law): the exported model would be a reduced one; refit with the "
-                          "Coulomb law, or export it with --mjcf (docs/servo_arms.md)")
+                          f"does not apply with it ({target}: {', '.join(EXPORTED_MOTOR_LAWS[target])}): {why}; the "
+                          "exported model would be a reduced one; refit with the Coulomb law, or export it with --mjcf "
+                          "(docs/servo_arms.md)")
     if law.name not in EXPORTED_LAWS[target]:
         why = WHY_NOT.get((target, law.name), "it has no term for it")
         raise ExportError(f"the fit used the {law.name} friction law, which the {target} export cannot apply as fitted: "

@@ -31,11 +31,12 @@ module works out the numbers of its data block. It defines:
   draws each law number from its range (cut to the number's domain, recorded in
   ``SAMPLED_RANGES``); the law's numbers leave the joint terms;
 * ``apply_to(articulation_cfg)``: the articulation config with that actuator;
-* a servo motor model's fit (groups ``motor_kt``, ``motor_r``; controller ``servo``, Coulomb friction only:
-  ``build.check_exported_law``): ``SERVO_MOTOR`` (the families' firmware facts and the fitted kt, R per joint),
+* a servo motor model's fit (groups ``motor_kt``, ``motor_r``; controller ``servo``; any law but the load-dependent
+  one: ``build.check_exported_law``): ``SERVO_MOTOR`` (the families' firmware facts and the fitted kt, R per joint),
   ``servo_motor_values(kp_register, supply_v)`` (the exact ``DCMotor`` numbers, export/servo_part.py) and
   ``make_servo_motor_cfg(kp_register, supply_v)``: the module's ``SysidServoMotor`` (Isaac Lab's ``DCMotor``
-  envelope behind ``DelayedPDActuator``'s target delay), with the fitted joint properties; per joint one
+  envelope behind ``DelayedPDActuator``'s target delay; with a friction law beyond Coulomb its
+  ``SysidServoMotorWithLaw``, which adds the law's torque after the clip), with the fitted joint properties; per joint one
   ``randomize_servo_motor`` term (kt and R each drawn from its range, every DC-motor number recomputed from them);
   ``make_actuator_cfg`` refuses (a PD actuator would be a reduced model);
 * a servo fit: per joint one stock ``mdp.randomize_actuator_gains`` term (kp and kd each drawn

@@ -180,8 +180,9 @@ LAW_DOMAINS = {"static_friction": (0.0, math.inf), "dynamic_ratio": (0.0, 1.0), 
                "coulomb_friction": (0.0, math.inf), "presliding_stiffness": (0.0, math.inf)}
 
 
-class SysidFrictionActuator(DelayedPDActuator):
-    """``DelayedPDActuator`` that also applies the fitted friction law every physics step, per env.
+class _FrictionLaw:
+    """The fitted friction law applied every physics step, per env, on top of an Isaac Lab actuator (a mixin before it
+    in the bases: :class:`SysidFrictionActuator`, :class:`SysidServoMotorWithLaw`).
 
     From the joint velocity at the start of the step (float64, the law of isaaclab_sysid's replay):
 
@@ -203,9 +204,7 @@ class SysidFrictionActuator(DelayedPDActuator):
         friction_budget: (num_envs, num_joints) the Stribeck budget written in the last step [N m] (None otherwise).
     """
 
-    cfg: "SysidFrictionActuatorCfg"
-
-    def __init__(self, cfg: "SysidFrictionActuatorCfg", *args, **kwargs):
+    def __init__(self, cfg, *args, **kwargs):
         super().__init__(cfg, *args, **kwargs)
         if cfg.friction_law not in LAW_FIELDS or cfg.friction_law == "coulomb":
             raise ValueError(f"SysidFrictionActuatorCfg.friction_law must be one of {list(LAW_FIELDS)[1:]}, got "
@@ -248,7 +247,7 @@ class SysidFrictionActuator(DelayedPDActuator):
         self.bristle[slice(None) if env_ids is None else env_ids] = 0.0
 
     def compute(self, control_action, joint_pos: torch.Tensor, joint_vel: torch.Tensor):
-        """The delayed PD's effort (clipped to the effort limit) plus the friction law's torque of this step."""
+        """The actuator's effort (delayed, clipped to its limits) plus the friction law's torque of this step."""
         tau = self._law_torque(joint_vel.to(torch.float64))
         out = super().compute(control_action, joint_pos, joint_vel)
         self.friction_effort = tau.to(out.joint_efforts.dtype)
@@ -284,6 +283,10 @@ class SysidFrictionActuator(DelayedPDActuator):
         return tau
 
 
+class SysidFrictionActuator(_FrictionLaw, DelayedPDActuator):
+    """``DelayedPDActuator`` that also applies the fitted friction law every physics step, per env (:class:`_FrictionLaw`)."""
+
+
 @_configclass_here
 class SysidFrictionActuatorCfg(DelayedPDActuatorCfg):
     """The fit's actuator with its friction law (:class:`SysidFrictionActuator`): ``DelayedPDActuatorCfg``'s PD, delay
@@ -316,12 +319,12 @@ class SysidFrictionActuatorCfg(DelayedPDActuatorCfg):
 
 
 def bind_friction_law(articulation, group_name: str = "sysid_arm") -> None:
-    """Bind ``articulation``'s :class:`SysidFrictionActuator` group ``group_name`` to it (the Stribeck law writes the
+    """Bind ``articulation``'s friction-law actuator group ``group_name`` to it (the Stribeck law writes the
     joint friction through it); what :func:`make_events_cfg`'s ``friction_law`` term does at startup."""
     act = articulation.actuators[group_name]
-    if not isinstance(act, SysidFrictionActuator):
-        raise ValueError(f"actuator group {group_name!r} is not make_actuator_cfg's SysidFrictionActuator "
-                         f"({type(act).__name__}; on Newton set sim.use_newton_actuators = False)")
+    if not isinstance(act, _FrictionLaw):
+        raise ValueError(f"actuator group {group_name!r} applies no friction law (a SysidFrictionActuator or "
+                         f"SysidServoMotorWithLaw; got {type(act).__name__}; on Newton set sim.use_newton_actuators = False)")
     act.bind(articulation)
 
 
@@ -336,11 +339,25 @@ class SysidServoMotorCfg(DelayedPDActuatorCfg, DCMotorCfg):
     """The supply [V] the numbers were computed for (None: the family's nominal)."""
 
 
+class SysidServoMotorWithLaw(_FrictionLaw, SysidServoMotor):
+    """:class:`SysidServoMotor` that also applies the fitted friction law every physics step (:class:`_FrictionLaw`;
+    the law's torque added after the DC motor's clip: it is the joint's friction, not the motor's)."""
+
+
+@_configclass_here
+class SysidServoMotorWithLawCfg(SysidServoMotorCfg, SysidFrictionActuatorCfg):
+    """The servo motor model's actuator with its friction law: :class:`SysidServoMotorCfg`'s fields and
+    :class:`SysidFrictionActuatorCfg`'s law fields."""
+
+    class_type: type = SysidServoMotorWithLaw
+
+
 def make_servo_motor_cfg(kp_register: float | dict, supply_v: float | dict | None = None,
                          randomize_delay: bool = True) -> SysidServoMotorCfg:
     """The servo motor model's actuator over ``JOINT_NAMES`` at register gain ``kp_register`` and supply ``supply_v``
     (:func:`servo_motor_values`), with the fitted armature, friction and viscous friction and the delay's range (or the
-    fitted delay twice). Explicit: on Newton set ``use_newton_actuators=False`` (Newton's native actuators refuse it)."""
+    fitted delay twice); with a friction law beyond Coulomb (``FRICTION_LAW``) :class:`SysidServoMotorWithLawCfg`.
+    Explicit: on Newton set ``use_newton_actuators=False`` (Newton's native actuators refuse it)."""
     _check_friction_units()
     lo, hi = DELAY_RANGE_STEPS if randomize_delay else (FITTED["delay_steps"], FITTED["delay_steps"])
     values = {k: dict(v) for k, v in ACTUATOR_VALUES.items()}
@@ -349,8 +366,12 @@ def make_servo_motor_cfg(kp_register: float | dict, supply_v: float | dict | Non
     motor = servo_motor_values(kp_register, supply_v)
     limit = motor.pop("actuator_effort_limit")
     finite = {j: v for j, v in limit.items() if math.isfinite(v)}
-    return SysidServoMotorCfg(joint_names_expr=list(JOINT_NAMES), min_delay=lo, max_delay=hi, kp_register=kp_register,
-                              supply_v=supply_v, actuator_effort_limit=finite or None, **motor, **values)
+    kwargs = dict(joint_names_expr=list(JOINT_NAMES), min_delay=lo, max_delay=hi, kp_register=kp_register,
+                  supply_v=supply_v, actuator_effort_limit=finite or None, **motor, **values)
+    if FRICTION_LAW["name"] == "coulomb":
+        return SysidServoMotorCfg(**kwargs)
+    return SysidServoMotorWithLawCfg(friction_law=FRICTION_LAW["name"], physics_dt=PHYSICS_DT,
+                                     **{k: dict(v) for k, v in FRICTION_LAW["params"].items()}, **kwargs)
 
 
 def apply_to(articulation_cfg, group_name: str = "sysid_arm", **kwargs):
