@@ -298,6 +298,10 @@ class OutputConfig:
     of their q difference / sqrt(2) [mrad], per joint and pooled; repeat the flag to pool several pairs (docs/fit.md)."""
     quiet: bool = False
     """Suppress the per-generation progress line."""
+    export: bool = False
+    """After the fit, run the rest of the pipeline on its folder: every interval (scripts/compute_intervals.py's
+    defaults: intervals.json) and the exports (scripts/export_dr.py's defaults: <fit>/export/sysid_dr.{json,yaml}
+    and sysid_dr_isaaclab.py); a stage that refuses exits non-zero with its one-line reason."""
 
 
 @dataclass

@@ -273,10 +273,13 @@ def _eval_only(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -
     return out
 
 
-def main_from_args(args: FitArgs) -> int:
-    """Run and map user errors to one stderr line and an exit status (no traceback)."""
+def main_from_args(args: FitArgs, run: Callable[[FitArgs], object] | None = None) -> int:
+    """Run (``run``: default :func:`run_fit`; the pipeline passes the fit and its later stages) and map user errors
+    to one stderr line and an exit status (no traceback); a ``run`` that returns an int returns that status."""
     try:
-        run_fit(args)
+        out = (run or run_fit)(args)
+        if isinstance(out, int):
+            return out
     except FitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code

@@ -90,6 +90,21 @@ def intervals_main(options: IntervalOptions) -> int:
 FIT_RENAMES = {"--real_csv": "--runs", "--heldout_csv": "--heldout", "--log_dir": "--out"}
 
 
+def run_pipeline(args, log: Callable[[str], None] = print) -> int:
+    """The fit (``jobs.fit_job.run_fit``) and, with ``--export``, the intervals and the export on the folder it wrote,
+    in that order; returns the exit status of the last stage that ran (0: every stage ran)."""
+    from isaaclab_sysid.export.export_cli import ExportOptions, export_main
+    from isaaclab_sysid.jobs.fit_job import run_fit
+
+    folder = run_fit(args, log)
+    if not args.output.export or args.output.eval_params:
+        return 0
+    log(f"--export: intervals of {folder} (scripts/compute_intervals.py)")
+    intervals_main(IntervalOptions(fit_dir=str(folder)))
+    log(f"--export: the exports of {folder} (scripts/export_dr.py)")
+    return export_main(ExportOptions(fit_dir=str(folder)))
+
+
 def fit_cli(argv: Sequence[str] | None = None) -> int:
     """The fit's command line (``scripts/fit.py`` and its documented alias ``scripts/sysid_franka_osc.py``): the
     fit's options in the shared vocabulary (default ``sys.argv[1:]``), the fit, and with ``--export`` the intervals
@@ -98,7 +113,8 @@ def fit_cli(argv: Sequence[str] | None = None) -> int:
     from isaaclab_sysid.jobs.fit_job import main_from_args
     from isaaclab_sysid.utils.cli import parse
 
-    return main_from_args(parse(FitArgs, argv, renames=FIT_RENAMES, repeated=("--runs", "--heldout")))
+    return main_from_args(parse(FitArgs, argv, renames=FIT_RENAMES, repeated=("--runs", "--heldout")), run_pipeline)
 
 
-__all__ = ["FIT_RENAMES", "IntervalOptions", "fit_cli", "interval_table", "intervals_main", "intervals_stage"]
+__all__ = ["FIT_RENAMES", "IntervalOptions", "fit_cli", "interval_table", "intervals_main", "intervals_stage",
+           "run_pipeline"]
