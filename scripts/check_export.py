@@ -11,7 +11,7 @@ range and spreads over it, and the measured actuator latency equals the exported
 delay in physics steps; prints the read-back table and writes it to --out.
 
 Example:
-    python scripts/check_export.py --fit_dir logs/sysid_franka/2026-01-01_12-00-00
+    python scripts/check_export.py --fit_dir logs/sysid/2026-01-01_12-00-00
 See docs/intervals_and_export.md ("Checking an export in Isaac Lab").
 """
 

@@ -20,9 +20,9 @@ cached in <fit_dir>/intervals.json) and writes to --out:
                                   fit's held-out runs within 1e-6 rad of the fit's own replay (the figure is printed)
 
 Example:
-    python scripts/export_dr.py --fit_dir logs/sysid_franka/2026-01-01_12-00-00 \\
+    python scripts/export_dr.py --fit_dir logs/sysid/2026-01-01_12-00-00 \\
         --rb_params logs/rigid_body/rb_params.json --out configs/exported/franka --usd
-    python scripts/check_export.py --fit_dir logs/sysid_franka/2026-01-01_12-00-00   # apply it in Isaac Lab, read back
+    python scripts/check_export.py --fit_dir logs/sysid/2026-01-01_12-00-00   # apply it in Isaac Lab, read back
 See docs/intervals_and_export.md.
 """
 

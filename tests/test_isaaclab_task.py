@@ -1,6 +1,6 @@
 """The registered replay task: lazy registration, and a DirectRLEnv whose env blocks replay like MuJoCo.
 
-``Isaac-Sysid-Franka-Replay-v0`` is an Isaac Lab ``DirectRLEnv`` running the
+``Isaac-Sysid-Replay-v0`` (and its older id) is an Isaac Lab ``DirectRLEnv`` running the
 backend's own per-tick replay (``ReplayProgram``): two runs (joint PD and task
 impedance) x two candidates = four envs, env ``r * P + p`` = run r, candidate p.
 Each block must match the MuJoCo backend's replay of the same run and candidates
@@ -22,7 +22,7 @@ pytest.importorskip("gymnasium", reason="the replay task needs gymnasium (with t
 def test_registration_imports_neither_isaaclab_nor_torch():
     code = (
         "import sys, gymnasium as gym, isaaclab_sysid, isaaclab_sysid.tasks as t; "
-        "assert t.REPLAY_TASK_ID in gym.registry, 'not registered'; "
+        "assert t.REPLAY_TASK_ID in gym.registry and all(a in gym.registry for a in t.REPLAY_TASK_ALIASES), 'not registered'; "
         "bad = [m for m in ('isaaclab', 'torch', 'warp') if m in sys.modules]; "
         "assert not bad, bad; print('ok')"
     )
@@ -87,7 +87,7 @@ def test_replay_task_env_blocks_match_mujoco(tmp_path):
     robot = load_robot("franka_panda")
     runs, csvs = _runs(robot, tmp_path)
     params = [str(_write_fit(robot, c, tmp_path / f"fit{k}")) for k, c in enumerate(CANDIDATES)]
-    env = gym.make("Isaac-Sysid-Franka-Replay-v0", run_csv=csvs, params_json=params, device="cpu")
+    env = gym.make("Isaac-Sysid-Replay-v0", run_csv=csvs, params_json=params, device="cpu")
     try:
         u = env.unwrapped
         assert (u.num_envs, u.cfg.decimation, u.P, u.R) == (4, 20, 2, 2)  # 50 Hz logs: one sample per env step

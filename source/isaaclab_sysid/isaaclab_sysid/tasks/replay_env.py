@@ -1,4 +1,4 @@
-"""``Isaac-Sysid-Franka-Replay-v0``: recorded runs replayed in an Isaac Lab ``DirectRLEnv``, a candidate per env.
+"""``Isaac-Sysid-Replay-v0``: recorded runs replayed in an Isaac Lab ``DirectRLEnv``, a candidate per env.
 
 Env blocks per run, a candidate per env: for R runs and P candidates (the
 ``params_json`` files, each repeated ``copies`` times) the scene has P x R arms and
@@ -78,7 +78,7 @@ def load_candidates(paths: Sequence[str], joint_names: Sequence[str], copies: in
 
 
 class SysidReplayEnv(DirectRLEnv):
-    """Replay of recorded runs, a candidate per env (see module doc); registered as ``Isaac-Sysid-Franka-Replay-v0``.
+    """Replay of recorded runs, a candidate per env (see module doc); registered as ``Isaac-Sysid-Replay-v0``.
 
     Args:
         cfg: the settings (default :class:`SysidReplayEnvCfg`); keyword arguments named like its replay

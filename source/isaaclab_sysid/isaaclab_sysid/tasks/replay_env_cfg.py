@@ -1,4 +1,4 @@
-"""Configuration of the replay task ``Isaac-Sysid-Franka-Replay-v0`` (an Isaac Lab ``DirectRLEnvCfg``).
+"""Configuration of the replay task ``Isaac-Sysid-Replay-v0`` (an Isaac Lab ``DirectRLEnvCfg``).
 
 Importing this module imports Isaac Lab; ``isaaclab_sysid.tasks`` names it only in a
 string (the gym entry point), so registering the task does not.

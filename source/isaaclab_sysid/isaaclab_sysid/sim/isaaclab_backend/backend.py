@@ -22,7 +22,7 @@ Per tick (Python loop over ticks, tensors batched over envs):
 
 :class:`ReplayProgram` is that per-tick work, driven by whoever steps the physics:
 :meth:`IsaacLabBackend.rollout` with its own :class:`~.scene.ReplayScene`, and the
-replay task ``Isaac-Sysid-Franka-Replay-v0`` (``isaaclab_sysid.tasks``, a
+replay task ``Isaac-Sysid-Replay-v0`` (``isaaclab_sysid.tasks``, a
 ``DirectRLEnv``) from its ``_apply_action``. Its parts are the env layout
 (:class:`_EnvBlocks`), the setpoint tables, the torque envs' controller/actuator
 step (:class:`_TorqueEnvs`), divergence (:class:`_Divergence`) and sampling
