@@ -96,3 +96,27 @@ def test_the_handless_franka_journey(twin, tmp_path):
     ls_held = json.loads((ls_dir / "eval_result.json").read_text())["runs"]["heldout_multisine"]["fitted"]
     print(f"  held-out window q RMS: fit {held['q_rms_all_mrad']:.3f} mrad, the LS model {ls_held['q_rms_all_mrad']:.3f}")
     assert held["q_rms_all_mrad"] < ls_held["q_rms_all_mrad"]
+
+
+def test_a_tool_of_known_mass_is_asked_for_then_stated(tmp_path):
+    """The bare arm carrying a 0.6 kg tool: identified with franka_panda_nohand the masses name no config (the tool
+    is neither nothing nor the hand), so the cause asks for a [tool] config; with that config stated the verdict is
+    usable without warning and link 7 with its tool is within 10 % of the truth."""
+    from isaaclab_sysid.robots import LinkInertial
+
+    tool = LinkInertial(0.6, np.array([0.0, 0.0, 0.05]), np.diag([1e-3, 1e-3, 5e-4]))
+    twin = write_nohand_twin(tmp_path / "runs", tool=tool, replay_s=1.0)
+    _, files, out = _identify(twin, tmp_path / "bare", "franka_panda_nohand")
+    first = json.loads(files.rb_params.read_text())["verdict"]["causes"][0]
+    print(f"\ntool, bare config: {first['text']}")
+    assert first["key"] == "carried" and first["status"] == "supported"
+    assert first["text"].startswith("the arm carried more than its config says") and "[tool]" in first["fix"]
+    cfg = tmp_path / "panda_tool.toml"
+    cfg.write_text('extends = "franka_panda_nohand"\nend_effector = "a 0.6 kg tool"\n'
+                   "[tool]\nmass = 0.6\ncom = [0.0, 0.0, 0.05]\ninertia = [1e-3, 1e-3, 5e-4]\n")
+    _, files, out = _identify(twin, tmp_path / "tool", str(cfg))
+    v = json.loads(files.rb_params.read_text())["verdict"]
+    assert v["usable"] is True and not v["warnings"] and "carries a 0.6 kg tool" in out
+    got = load_nominal(tmp_path / "tool" / "nominal_inertials.json")["panda_link7"].mass
+    print(f"  with the [tool] config: link 7 + tool {got:.3f} kg, truth {twin.truth['panda_link7'].mass:.3f} kg")
+    assert abs(got / twin.truth["panda_link7"].mass - 1) < 0.10
