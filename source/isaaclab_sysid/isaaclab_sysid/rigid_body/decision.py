@@ -65,7 +65,7 @@ class PredictionDecision:
     def sentence(self, unit: str) -> str:
         """One clause: what the SDP set predicts against the LS, on what."""
         runs = ", ".join(self.runs) if len(self.runs) <= 3 else f"{len(self.runs)} runs"
-        return (f"on the {self.rests_on} ({runs}) the SDP set's pooled torque RMSE is "
+        return (f"on the {self.rests_on} ({runs}) the SDP set's pooled RMSE is "
                 f"{self.pooled_sdp:.4g} against the LS's {self.pooled_ls:.4g} {unit} ({self.ratio:.3f}x, z {self.z:.1f}; "
                 f"blocked above {1 + WORSE_POOLED:.2f}x at z > {DECISION_Z:g})")
 
