@@ -5,7 +5,7 @@ A *stop* is a call of a package function that gets the fit's options object (``F
 configs) as an argument; consecutive calls of the same function are one stop. A stop *climbs* when its module sits
 in a higher layer than the stop before it (the layers of ``benchmarks/import_graph.py``). ``fit_job.py`` revisits
 count how often the walk comes back to ``jobs/fit_job.py`` after leaving it. Measured on a CI-size fit of one
-bundled run (nothing is timed)::
+bundled run with the fit's default groups (nothing is timed)::
 
     python benchmarks/arg_walk.py            # the summary
     python benchmarks/arg_walk.py --stops    # and every stop
@@ -91,11 +91,12 @@ def summarize(stops: list[tuple[str, str]]) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--stops", action="store_true", help="print every stop")
+    ap.add_argument("--fit_groups", default="auto", help="the fit's groups (default: auto, the fit's default)")
     a = ap.parse_args()
     run = str(REPO / "data" / "real_runs" / "twin_chirp_low_fit.csv")
     with tempfile.TemporaryDirectory() as tmp:
         stops = walk(["--real_csv", run, "--max_iter", "1", "--refine_iter", "1", "--num_envs", "4", "--no_plots",
-                      "--quiet", "--fit_groups", "armature,friction,viscous,delay", "--log_dir", tmp])
+                      "--quiet", "--fit_groups", a.fit_groups, "--log_dir", tmp])
     if a.stops:
         for f, fn in stops:
             print(f"  {_layer(f):9s} {f}:{fn}")

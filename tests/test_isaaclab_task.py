@@ -55,11 +55,13 @@ def _write_fit(robot, values, folder):
     """A ``sysid_best_params.json`` holding ``values`` (what a fit writes)."""
     from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
     from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.fit.run_folder import RunFolder
 
     space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in values}, 7, robot.joint_names)
     x = space.normalize({g: np.asarray(v) if g != "delay" else v for g, v in values.items()})
     folder.mkdir()
-    return FitResult.from_search(space, x, 0.0, run_names=[], weighted_loss=np.zeros(0), traj_weights=np.zeros(0)).write(folder)
+    return RunFolder(folder).write_result(
+        FitResult.from_search(space, x, 0.0, run_names=[], weighted_loss=np.zeros(0), traj_weights=np.zeros(0)))
 
 
 def _episode(env, action):

@@ -78,6 +78,7 @@ def test_eval_params_takes_the_evaluated_fits_window(robot, tmp_path):
     import json
 
     from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.fit.run_folder import RunFolder
 
     fit_csv, held_csv = write_twin(robot, tmp_path, 0.02, fit_s=3.0)
     base = dict(real_csv=[str(held_csv)], replay="torque", torque_signal="tau", torque_includes_gravity=False,
@@ -87,7 +88,8 @@ def test_eval_params_takes_the_evaluated_fits_window(robot, tmp_path):
                              "delay": DELAY})
     fit_dir = tmp_path / "fit"
     fit_dir.mkdir()
-    FitResult.from_search(space, truth, 0.0, run_names=["x"], weighted_loss=np.zeros(1), traj_weights=np.ones(1)).write(fit_dir)
+    RunFolder(fit_dir).write_result(
+        FitResult.from_search(space, truth, 0.0, run_names=["x"], weighted_loss=np.zeros(1), traj_weights=np.ones(1)))
     (fit_dir / "config.json").write_text(json.dumps({"args": {"replay": {"window_s": 0.2}}}))
     lines: list[str] = []
     args = FitArgs.build(**base, eval_params=str(fit_dir))
