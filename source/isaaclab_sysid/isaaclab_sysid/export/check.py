@@ -201,10 +201,27 @@ def spread_tolerance(n: int) -> float:
     return 1.0 - MISS_PROBABILITY ** (1.0 / max(n, 1))
 
 
-def _env_cfg(mod: ModuleType, robot: Robot, num_envs: int, decimation: int, sim_dt: float, seed: int,
-             device: str, events_mode: str):
+def arm_articulation_cfg(mod: ModuleType, robot: Robot):
+    """The exported module's arm as an Isaac Lab ``ArticulationCfg``: the project's USD of ``robot``, every joint at
+    the middle of its range and at rest, no actuators (the module's ``apply_to`` adds its own)."""
     import isaaclab.sim as sim_utils
     from isaaclab.assets import ArticulationCfg
+
+    from isaaclab_sysid.sim.isaaclab_backend.asset import robot_usd
+
+    names = list(mod.JOINT_NAMES)
+    q0 = 0.5 * (robot.q_lower + robot.q_upper)
+    return ArticulationCfg(
+        prim_path="{ENV_REGEX_NS}/Robot",
+        spawn=sim_utils.UsdFileCfg(usd_path=str(robot_usd(robot))),
+        init_state=ArticulationCfg.InitialStateCfg(joint_pos={n: float(v) for n, v in zip(names, q0)},
+                                                   joint_vel={".*": 0.0}),
+        actuators={},
+    )
+
+
+def _env_cfg(mod: ModuleType, robot: Robot, num_envs: int, decimation: int, sim_dt: float, seed: int,
+             device: str, events_mode: str):
     from isaaclab.envs import ManagerBasedEnvCfg
     from isaaclab.envs.mdp import JointEffortActionCfg, joint_pos
     from isaaclab.managers import ObservationGroupCfg, ObservationTermCfg
@@ -212,17 +229,10 @@ def _env_cfg(mod: ModuleType, robot: Robot, num_envs: int, decimation: int, sim_
     from isaaclab.sim import SimulationCfg
     from isaaclab.utils import configclass
 
-    from isaaclab_sysid.sim.isaaclab_backend.asset import robot_usd
     from isaaclab_sysid.sim.isaaclab_backend.scene import physics_cfg
 
     names = list(mod.JOINT_NAMES)
-    q0 = 0.5 * (robot.q_lower + robot.q_upper)
-    base = ArticulationCfg(
-        prim_path="{ENV_REGEX_NS}/Robot",
-        spawn=sim_utils.UsdFileCfg(usd_path=str(robot_usd(robot))),
-        init_state=ArticulationCfg.InitialStateCfg(joint_pos={n: float(v) for n, v in zip(names, q0)}, joint_vel={".*": 0.0}),
-        actuators={},
-    )
+    base = arm_articulation_cfg(mod, robot)
 
     @configclass
     class ActionsCfg:

@@ -58,8 +58,6 @@ class ParityRow:
 
 
 def _env_cfg(mod: ModuleType, robot: Robot, kp: np.ndarray, kd: np.ndarray, gravity: bool, device: str):
-    import isaaclab.sim as sim_utils
-    from isaaclab.assets import ArticulationCfg
     from isaaclab.envs import ManagerBasedEnvCfg
     from isaaclab.envs.mdp import JointPositionActionCfg, joint_pos
     from isaaclab.managers import ObservationGroupCfg, ObservationTermCfg
@@ -67,17 +65,11 @@ def _env_cfg(mod: ModuleType, robot: Robot, kp: np.ndarray, kd: np.ndarray, grav
     from isaaclab.sim import SimulationCfg
     from isaaclab.utils import configclass
 
-    from isaaclab_sysid.sim.isaaclab_backend.asset import robot_usd
+    from isaaclab_sysid.export.check import arm_articulation_cfg
     from isaaclab_sysid.sim.isaaclab_backend.scene import physics_cfg
 
     names = list(mod.JOINT_NAMES)
-    q0 = 0.5 * (robot.q_lower + robot.q_upper)
-    base = ArticulationCfg(
-        prim_path="{ENV_REGEX_NS}/Robot",
-        spawn=sim_utils.UsdFileCfg(usd_path=str(robot_usd(robot))),
-        init_state=ArticulationCfg.InitialStateCfg(joint_pos={n: float(v) for n, v in zip(names, q0)}, joint_vel={".*": 0.0}),
-        actuators={},
-    )
+    base = arm_articulation_cfg(mod, robot)
 
     @configclass
     class ActionsCfg:
