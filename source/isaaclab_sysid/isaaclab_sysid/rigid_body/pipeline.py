@@ -36,7 +36,6 @@ from isaaclab_sysid.rigid_body.feasibility import (
 from isaaclab_sysid.rigid_body.options import PipelineOptions, RigidBodyError, flag, require
 from isaaclab_sysid.rigid_body.preprocess import PreprocessOptions, Processed, preprocess
 from isaaclab_sysid.robots.regressor import Regressor
-from isaaclab_sysid.rigid_body.report import rmse_per_joint
 from isaaclab_sysid.data.formats.ur10e import PublishedParameters, load_ur10e_csv
 
 #: Names of the two identified models in every table.
@@ -117,6 +116,11 @@ class IdentificationData:
                 require(z.q.shape == p.q.shape, f"instrument run {z.record.get('source')} has {z.q.shape}, "
                         f"its run {p.q.shape}")
 
+
+
+def rmse_per_joint(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """(N,) RMSE over samples of (T, N) arrays."""
+    return np.sqrt(np.mean((np.asarray(measured) - np.asarray(predicted)) ** 2, axis=0))
 
 def _check_gains(what: str, gains: np.ndarray, n_dof: int) -> None:
     """``gains`` must be (n_dof,) finite positive drive gains [N m/A]."""

@@ -9,14 +9,9 @@ import numpy as np
 
 from isaaclab_sysid.utils.atomic import atomic_path, atomic_write_text
 
-if TYPE_CHECKING:  # the pipeline imports rmse_per_joint from here
+if TYPE_CHECKING:  # type names only: the pipeline does not import this module
     from isaaclab_sysid.rigid_body.drive_gains import DriveGainResult
     from isaaclab_sysid.rigid_body.pipeline import RigidBodyIdentification
-
-
-def rmse_per_joint(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
-    """(N,) RMSE over samples of (T, N) arrays."""
-    return np.sqrt(np.mean((np.asarray(measured) - np.asarray(predicted)) ** 2, axis=0))
 
 
 def plot_run(
