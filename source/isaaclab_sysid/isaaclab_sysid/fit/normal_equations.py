@@ -13,7 +13,6 @@ the dense ones in another order: equal to rounding (``tests/test_normal_equation
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ import numpy as np
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.jacobian import Stencil
 from isaaclab_sysid.fit.loss import LossWeights, run_weights
+from isaaclab_sysid.fit.residuals import channel_terms
 from isaaclab_sysid.sim.interface import RunRollout
 
 #: samples per accumulation window (a window's block is P x WINDOW x (2N + 3) floats: 1.3 MB for a 22-candidate
@@ -74,9 +74,7 @@ def stencil_normal_equations(rollouts: Sequence[RunRollout], runs: Sequence[Run]
     for ro, run, w in zip(rollouts, runs, tw):
         T, N = run.q.shape
         w_run = float(w)
-        for coef, sim, real, n in ((math.sqrt(w_run * weights.w_q / (T * N)) * weights.scale("q"), ro.q, run.q, N),
-                                   (math.sqrt(w_run * weights.w_dq / (T * N)) * weights.scale("dq"), ro.dq, run.dq, N),
-                                   (math.sqrt(w_run * weights.w_x / (T * 3)), ro.ee_pos, run.ee_pos, 3)):
+        for coef, sim, real, n in channel_terms(ro, run, w_run, weights):
             for a in range(0, T, window):
                 b = min(T, a + window)
                 blk = (coef * (sim[rows, a:b] - real[None, a:b])).reshape(len(rows), -1)

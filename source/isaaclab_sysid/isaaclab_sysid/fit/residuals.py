@@ -62,6 +62,15 @@ def run_residuals(ro: RunRollout, run: Run, weights: LossWeights = LossWeights()
     return RunResiduals(q, dq, x, np.asarray(ro.diverged, dtype=bool) | ~finite)
 
 
+def channel_terms(ro, run, w_run: float, weights):
+    """Per channel of one run (q, qd, EE position): (coefficient, simulated (P, T, n), real (T, n), n), the
+    coefficient making the sum of squared weighted residuals the run's share of the loss."""
+    T, N = run.q.shape
+    return ((math.sqrt(w_run * weights.w_q / (T * N)) * weights.scale("q"), ro.q, run.q, N),
+            (math.sqrt(w_run * weights.w_dq / (T * N)) * weights.scale("dq"), ro.dq, run.dq, N),
+            (math.sqrt(w_run * weights.w_x / (T * 3)), ro.ee_pos, run.ee_pos, 3))
+
+
 def weighted_residuals(
     rollouts: Sequence[RunRollout],
     runs: Sequence[Run],
@@ -94,9 +103,7 @@ def stacked_weighted_residuals(
     for ro, run, w in zip(rollouts, runs, tw):
         T, N = run.q.shape
         w_run = float(w)
-        for coef, sim, real, n in ((math.sqrt(w_run * weights.w_q / (T * N)) * weights.scale("q"), ro.q, run.q, N),
-                                   (math.sqrt(w_run * weights.w_dq / (T * N)) * weights.scale("dq"), ro.dq, run.dq, N),
-                                   (math.sqrt(w_run * weights.w_x / (T * 3)), ro.ee_pos, run.ee_pos, 3)):
+        for coef, sim, real, n in channel_terms(ro, run, w_run, weights):
             R[:, off: off + T * n] = (coef * (sim - real[None])).reshape(P, -1)
             off += T * n
     return R
