@@ -34,7 +34,7 @@ os.environ.setdefault("RAY_worker_niceness", "0")  # Ray nices its workers to 15
 import numpy as np  # noqa: E402
 import tyro  # noqa: E402
 
-from isaaclab_sysid.fit.loss import LossWeights, WeightedLoss, total_loss  # noqa: E402
+from isaaclab_sysid.objective.loss import LossWeights, WeightedLoss, total_loss  # noqa: E402
 from isaaclab_sysid.robots import load_robot  # noqa: E402
 from isaaclab_sysid.sim.factory import RayOptions, make_backend  # noqa: E402
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions  # noqa: E402

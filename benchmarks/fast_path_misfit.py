@@ -17,7 +17,7 @@ import numpy as np
 from isaaclab_sysid.benchmarking import peers
 from isaaclab_sysid.evaluate.adequacy import assess
 from isaaclab_sysid.fit.fast_path import FastPathSettings, evidence_line
-from isaaclab_sysid.fit.loss import LossWeights
+from isaaclab_sysid.objective.loss import LossWeights
 from isaaclab_sysid.fit.optimizer import CmaesSettings
 from isaaclab_sysid.fit.problem import FitProblem
 from isaaclab_sysid.fit.search import Search, SearchSettings

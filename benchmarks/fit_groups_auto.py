@@ -30,7 +30,7 @@ from isaaclab_sysid.benchmarking import peers
 from isaaclab_sysid.data import write_run
 from isaaclab_sysid.fit.run_folder import EVAL_RESULT_FILE
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import RESULT_FILE
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.fit.run_folder import MODEL_CHOICE_FILE as CHOICE_FILE

@@ -33,8 +33,8 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.heldout import evaluate_params
 from isaaclab_sysid.evaluate.metrics import rms_between_runs
 from isaaclab_sysid.fit import CmaesFit, CmaesSettings, LossWeights
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.problem import start_point
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, refine_line
 from isaaclab_sysid.robots import load_robot

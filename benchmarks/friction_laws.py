@@ -35,11 +35,11 @@ import numpy as np
 from isaaclab_sysid.evaluate.heldout import evaluate_params
 from isaaclab_sysid.evaluate.metrics import rms_between_runs
 from isaaclab_sysid.fit import LossWeights
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.problem import start_point
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.friction import LAWS, expand_law_aliases
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions

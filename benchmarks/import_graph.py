@@ -30,16 +30,14 @@ PKG = "isaaclab_sysid"
 
 LAYERS = ("base", "data", "robots", "ingest", "sim", "objective", "fit", "stage", "jobs")
 #: fit/ modules that are the objective layer (the rest of fit/ is the search layer)
-OBJECTIVE = {"param_space", "result", "loss", "residuals", "jacobian", "objective", "errors", "replay_facts",
-             "tracking", "config", "state_age_source", "torque_replay", "adequacy_record", "torque_noise", "shooting_floor",
-             "run_folder"}
+OBJECTIVE = {"replay_facts", "tracking", "config", "state_age_source", "torque_replay", "run_folder"}
 UNIT_LAYER = {
     "__init__": "base", "timebase": "base", "paths": "base", "utils": "base",
     "data": "data",
     "robots": "robots", "arm_model": "robots",
     "importers": "ingest",
     "sim": "sim", "tasks": "stage",
-    "fit.objective": "objective", "fit.search": "fit",
+    "fit.objective": "objective", "objective": "objective", "fit.search": "fit",
     "rigid_body": "stage", "evaluate": "stage", "intervals": "stage", "export": "stage", "excitation": "stage",
     "contact": "stage", "payload": "stage", "online": "stage", "cautious": "stage", "residual_stats": "stage",
     "twin": "stage", "jobs": "jobs", "benchmarking": "jobs",

@@ -33,7 +33,7 @@ from isaaclab_sysid.export.ranges import RangePolicy  # noqa: E402
 from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
 from isaaclab_sysid.fit.outputs import write_config  # noqa: E402
 from isaaclab_sysid.fit.problem import build_space  # noqa: E402
-from isaaclab_sysid.fit.result import FitResult  # noqa: E402
+from isaaclab_sysid.objective.result import FitResult  # noqa: E402
 from isaaclab_sysid.fit.run_folder import RunFolder  # noqa: E402
 from isaaclab_sysid.robots import load_robot  # noqa: E402
 from isaaclab_sysid.sim.interface import CandidateBatch  # noqa: E402

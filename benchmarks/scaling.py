@@ -86,7 +86,7 @@ def worker(spec_path: str) -> None:
     """Run one fit in this process with counters on the objective and the refiner; write its stats JSON."""
     spec = json.loads(Path(spec_path).read_text())
     from isaaclab_sysid.fit import refine as refine_mod
-    from isaaclab_sysid.fit.objective import ReplayObjective
+    from isaaclab_sysid.objective.replay_objective import ReplayObjective
     from isaaclab_sysid.jobs.fit_job import FitArgs, main_from_args
     import tyro
 

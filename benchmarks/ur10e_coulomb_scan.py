@@ -24,7 +24,7 @@ import numpy as np
 from isaaclab_sysid.arm_model import with_body_inertials
 from isaaclab_sysid.data.formats.ur10e import load_published_parameters, ur10e_dir
 from isaaclab_sysid.evaluate.window_scores import window_scores
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.importers.torque_runs import TorqueSource, read_ur10e_torque_run
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.identified import load_nominal

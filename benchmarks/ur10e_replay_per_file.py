@@ -18,7 +18,7 @@ from pathlib import Path
 from isaaclab_sysid.arm_model import with_body_inertials
 from isaaclab_sysid.data.formats.ur10e import list_runs, load_published_parameters, ur10e_dir
 from isaaclab_sysid.evaluate.window_scores import window_scores
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.importers.torque_runs import TorqueSource, read_ur10e_torque_run
 from isaaclab_sysid.jobs.ur10e_torque_study import fit_batch, ls_batch
 from isaaclab_sysid.robots import load_robot

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.param_space import ParamSpace
+from isaaclab_sysid.objective.param_space import ParamSpace
 from isaaclab_sysid.fit.problem import build_space
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.config import RobotConfigError, load_robot_config

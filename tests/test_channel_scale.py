@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from isaaclab_sysid.fit.loss import MAX_SCALE_RATIO, LossWeights, channel_scales, total_loss
-from isaaclab_sysid.fit.residuals import stacked_residuals, weighted_residuals
+from isaaclab_sysid.objective.loss import MAX_SCALE_RATIO, LossWeights, channel_scales, total_loss
+from isaaclab_sysid.objective.residuals import stacked_residuals, weighted_residuals
 from isaaclab_sysid.sim.interface import RunRollout
 
 
@@ -68,7 +68,7 @@ def test_the_flag_reaches_the_problem_and_the_result_file(tmp_path):
 
     from isaaclab_sysid.fit.config import FitArgs
     from isaaclab_sysid.fit.problem import build_problem
-    from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.objective.result import FitResult
     from isaaclab_sysid.fit.run_folder import RESULT_FILE
     from isaaclab_sysid.jobs.fit_job import run_fit
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from isaaclab_sysid.fit.param_space import GROUPS
+from isaaclab_sysid.objective.param_space import GROUPS
 from isaaclab_sysid.utils.cli import VOCABULARY, vocabulary_argv
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,8 +20,8 @@ import pytest  # noqa: E402
 
 from isaaclab_sysid.data import read_run, write_run  # noqa: E402
 from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
-from isaaclab_sysid.fit.errors import FitError  # noqa: E402
-from isaaclab_sysid.fit.loss import LossWeights, WeightedLoss, total_loss  # noqa: E402
+from isaaclab_sysid.objective.errors import FitError  # noqa: E402
+from isaaclab_sysid.objective.loss import LossWeights, WeightedLoss, total_loss  # noqa: E402
 from isaaclab_sysid.jobs.fit_job import run_fit  # noqa: E402
 from isaaclab_sysid.fit.problem import build_backend  # noqa: E402
 from isaaclab_sysid.robots import load_robot  # noqa: E402

@@ -16,11 +16,11 @@ from test_fit_fakes import TRUE, FakeBackend
 
 from isaaclab_sysid.evaluate.report import fit_sections, render_markdown
 from isaaclab_sysid.fit.fast_path import FastPath, FastPathSettings, evidence_line
-from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings, GenerationRecord
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
-from isaaclab_sysid.fit.result import FitResult, StageVerdict
+from isaaclab_sysid.objective.result import FitResult, StageVerdict
 from isaaclab_sysid.sim.interface import RunRollout
 
 GROUPS = ("armature", "friction", "viscous", "delay")
@@ -165,7 +165,7 @@ def test_cmaes_that_stopped_improving_is_converged():
 # ------------------------------------------------------------------ the search, the result file and the report
 def _fake_search(tmp_path, strategy: str, generations: int):
     """A Search on the fake backend (three groups, no delay), one refinement iteration; and its log lines."""
-    from isaaclab_sysid.fit.loss import LossWeights
+    from isaaclab_sysid.objective.loss import LossWeights
     from isaaclab_sysid.fit.problem import FitProblem
     from isaaclab_sysid.fit.search import Search, SearchSettings
     from isaaclab_sysid.robots import load_robot

@@ -16,10 +16,10 @@ from isaaclab_sysid.data import RunFormatError, read_run, write_run
 from isaaclab_sysid.data.formats.franka_v2 import read_franka_pieces, write_franka_run
 from isaaclab_sysid.data.run import ImpedanceLaw
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.fit.problem import build_problem
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.twin.demo import task_target
 from isaaclab_sysid.twin.params import TwinNoise, TwinParams

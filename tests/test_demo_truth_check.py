@@ -12,9 +12,9 @@ import pytest
 
 from isaaclab_sysid.export.record import DelayRow, DrRecord, SpanRow
 from isaaclab_sysid.fit.run_folder import RunFolder
-from isaaclab_sysid.fit.adequacy_record import Adequacy
-from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.adequacy_record import Adequacy
+from isaaclab_sysid.objective.param_space import ParamSpace
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.paths import REPO_ROOT
 
 

@@ -13,8 +13,8 @@ import pytest
 from isaaclab_sysid.evaluate.heldout import NO_BASELINE, evaluate_params
 from isaaclab_sysid.evaluate.html_report import run_figures
 from isaaclab_sysid.evaluate.report import eval_sections, render_markdown
-from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.param_space import ParamSpace
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend

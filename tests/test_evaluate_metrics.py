@@ -8,11 +8,11 @@ from conftest import make_run
 from test_fit_fakes import TRUE, FakeBackend
 
 from isaaclab_sysid.evaluate.heldout import evaluate_params, write_eval_outputs
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.evaluate.metrics import rms_between_runs, rollout_metrics
 from isaaclab_sysid.evaluate.plots import plot_rms_bars, plot_run
 from isaaclab_sysid.evaluate.report import eval_report
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.sim.interface import RunRollout
 
 

@@ -26,7 +26,7 @@ from isaaclab_sysid.export.build import ExportError, FitContext, export_mjcf
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.outputs import write_config
 from isaaclab_sysid.fit.problem import build_space
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.twin.targets import Q_READY, pose_offsets, skeleton_run, task_targets
 
@@ -201,7 +201,7 @@ def test_torque_replay_fit_mjcf_replays_its_windows_within_1e_6(tmp_path):
     """A torque replay (--replay torque, the UR10e's kind of fit; here the Franka torque twin): the motors apply the
     logged torque less the fitted offset, delayed, window by window from the measured states."""
     from isaaclab_sysid.importers.torque_runs import TorqueSource, torque_run
-    from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+    from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
     from isaaclab_sysid.sim.interface import ReplayOptions
     from isaaclab_sysid.twin.demo import joint_target
     from isaaclab_sysid.twin.torque_twin import OFFSET, torque_logged
@@ -278,7 +278,7 @@ def test_substeps_and_slew_limit_replay_as_the_fit_and_a_servo_with_substeps_is_
 
 def test_so100_servo_mjcf_replays_within_1e_6(tmp_path):
     """The SO-100 (its URDF's own zeros: setpoints about the middle of its ranges) written and checked the same way."""
-    from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+    from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
     from isaaclab_sysid.sim.interface import ReplayOptions
 
     robot = load_robot("so100")

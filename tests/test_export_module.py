@@ -25,8 +25,8 @@ from isaaclab_sysid.export.isaaclab_module import friction_term_params
 from isaaclab_sysid.export.neutral import to_yaml
 from isaaclab_sysid.export.record import DrRecord
 from isaaclab_sysid.export.ranges import RangePolicy, make_range
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
-from isaaclab_sysid.fit.result import FitResult, SearchDistribution
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.result import FitResult, SearchDistribution
 from isaaclab_sysid.intervals.combine import IntervalReport, write_intervals
 from isaaclab_sysid.intervals.common import Interval, IntervalSet
 

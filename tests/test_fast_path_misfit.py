@@ -20,8 +20,8 @@ pytest.importorskip("isaaclab_sysid.twin.recorder")
 from isaaclab_sysid.benchmarking.peers import space_of, twin  # noqa: E402
 from isaaclab_sysid.evaluate.adequacy import assess  # noqa: E402
 from isaaclab_sysid.fit.fast_path import FastPathSettings, evidence_line  # noqa: E402
-from isaaclab_sysid.fit.loss import LossWeights  # noqa: E402
-from isaaclab_sysid.fit.objective import ReplayObjective  # noqa: E402
+from isaaclab_sysid.objective.loss import LossWeights  # noqa: E402
+from isaaclab_sysid.objective.replay_objective import ReplayObjective  # noqa: E402
 from isaaclab_sysid.fit.optimizer import CmaesSettings  # noqa: E402
 from isaaclab_sysid.fit.problem import FitProblem  # noqa: E402
 from isaaclab_sysid.fit.search import FAST_PATH_FILE, Search, SearchSettings  # noqa: E402

@@ -8,11 +8,11 @@ import pytest
 from conftest import make_run
 from test_fit_fakes import TRUE, FakeBackend
 
-from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit import DIVERGENCE_PENALTY, CmaesFit, CmaesSettings, LossWeights, ParamSpace, run_loss, total_loss
 from isaaclab_sysid.fit.checkpoint import latest_state, list_checkpoints, save_checkpoint
 from isaaclab_sysid.fit.state import FitState
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GroupSpec
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, GroupSpec
 from isaaclab_sysid.sim.interface import RunRollout
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
 
 
 def _space(groups=("armature", "friction", "viscous", "delay")):

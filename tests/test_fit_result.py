@@ -10,11 +10,11 @@ import pytest
 from conftest import make_run
 from test_fit_fakes import FakeBackend
 
-from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.fit import BestSoFar, CmaesFit, CmaesSettings, FitResult, ParamSpace
-from isaaclab_sysid.fit.jacobian import stencil
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS
+from isaaclab_sysid.objective.jacobian import stencil
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
 
 NAMES = [f"panda_joint{i + 1}" for i in range(7)]

@@ -16,10 +16,10 @@ pytest.importorskip("isaaclab_sysid.twin.recorder")
 from isaaclab_sysid.benchmarking.peers import twin  # noqa: E402
 from isaaclab_sysid.data import write_run  # noqa: E402
 from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
-from isaaclab_sysid.fit.result import FitResult  # noqa: E402
+from isaaclab_sysid.objective.result import FitResult  # noqa: E402
 from isaaclab_sysid.fit.run_folder import LAW_CHOICE_FILE, RESULT_FILE  # noqa: E402
 from isaaclab_sysid.jobs.fit_job import run_fit  # noqa: E402
-from isaaclab_sysid.fit.param_space import GROUPS, ParamSpace  # noqa: E402
+from isaaclab_sysid.objective.param_space import GROUPS, ParamSpace  # noqa: E402
 from isaaclab_sysid.jobs.law_choice import ChannelStats, bic_of, law_start, parse_laws  # noqa: E402
 from isaaclab_sysid.sim.friction import LAWS, applied_force  # noqa: E402
 from isaaclab_sysid.robots import load_robot  # noqa: E402

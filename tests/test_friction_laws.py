@@ -8,7 +8,7 @@ import pytest
 
 from isaaclab_sysid.data.run import ImpedanceLaw
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.fit.problem import check_args
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.overrides import JointOverrides
@@ -170,7 +170,7 @@ def test_backends_without_a_law_refuse_it_in_one_line():
 def test_exports_refuse_a_law_they_would_reduce():
     """What is fitted is what the simulator runs: an export that cannot apply the fitted law refuses, one line."""
     from isaaclab_sysid.export.build import ExportError, check_exported_law
-    from isaaclab_sysid.fit.param_space import ParamSpace
+    from isaaclab_sysid.objective.param_space import ParamSpace
 
     def space(*groups):
         return ParamSpace.from_bounds({g: (0.0, 1.0) if g != "sigmoid_slope" else (1.0, 10.0) for g in groups}, N)
@@ -199,9 +199,9 @@ def test_the_mjcf_export_replays_every_law_as_the_fit_does(robot, name, tmp_path
     """What is fitted is what MuJoCo runs: the exported MJCF file, driven by plain MuJoCo (export/mjcf.py's driver),
     replays each law on a joint-PD and a task-impedance run as the fit's native loop does."""
     from isaaclab_sysid.export import mjcf
-    from isaaclab_sysid.fit.loss import LossWeights
-    from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
-    from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.objective.loss import LossWeights
+    from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
+    from isaaclab_sysid.objective.result import FitResult
 
     b = law_batch(name)
     groups = [g for g in ("armature", *LAW_CASES[name], "friction", "viscous", "delay") if getattr(b, g) is not None]
@@ -231,7 +231,7 @@ def test_the_static_score_test_does_not_apply_beside_another_law():
     """The adequacy verdict's static-friction score test rewrites friction as mu_static: beside the load or Dahl law
     (which read friction too) that would be two laws, so it does not apply (it crashed the fit job's verdict)."""
     from isaaclab_sysid.evaluate.friction_score import augmented_space
-    from isaaclab_sysid.fit.param_space import ParamSpace
+    from isaaclab_sysid.objective.param_space import ParamSpace
 
     for extra in ("load_friction_motor", "presliding_stiffness"):
         space = ParamSpace.from_bounds({"armature": (0, 1), "friction": (0, 1), extra: (1, 2)}, N)

@@ -58,8 +58,8 @@ def test_basin_search_runs_in_compute_all_on_a_sigmoid_fit():
     import friction_laws as fl
 
     from isaaclab_sysid.fit import LossWeights
-    from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
-    from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
+    from isaaclab_sysid.objective.result import FitResult
     from isaaclab_sysid.intervals.combine import compute_all
     from isaaclab_sysid.robots import load_robot
     from isaaclab_sysid.sim.friction import expand_law_aliases

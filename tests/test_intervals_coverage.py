@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.export.ranges import RangePolicy, make_ranges
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.refine import refine_point
 from isaaclab_sysid.intervals import curvature_intervals, sensitivity
 

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from conftest import make_run
 
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.refine import refine_point
 from isaaclab_sysid.intervals import curvature_intervals, sensitivity
 from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
-from isaaclab_sysid.fit.result import FitResult, SearchDistribution
+from isaaclab_sysid.objective.result import FitResult, SearchDistribution
 from isaaclab_sysid.intervals.cma_cov import cma_intervals
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayBackend, ReplayOptions, RunRollout, check_supported
 
@@ -121,7 +121,7 @@ def _fit(be, space, runs):
 
 
 def test_residual_sum_of_squares_is_the_fit_loss():
-    from isaaclab_sysid.fit.loss import total_loss
+    from isaaclab_sysid.objective.loss import total_loss
 
     T = 120
     be = LinearBackend(T, 2)

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from test_intervals_curvature import TRUE, LinearBackend, _runs, _space
 
-from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.refine import refine_point
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.intervals.combine import compute_all
 from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
 from isaaclab_sysid.intervals.delay_union import delay_scale

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from conftest import make_run
-from isaaclab_sysid.fit.loss import LossWeights
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import ParamSpace
+from isaaclab_sysid.objective.loss import LossWeights
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import ParamSpace
 from isaaclab_sysid.fit.refine import refine_point
 from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
 from isaaclab_sysid.intervals.omitted import applies, augmented_with, omitted_shift, widen_for_omitted

@@ -53,8 +53,8 @@ def _runs(robot, tmp_path):
 
 def _write_fit(robot, values, folder):
     """A ``sysid_best_params.json`` holding ``values`` (what a fit writes)."""
-    from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
-    from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
+    from isaaclab_sysid.objective.result import FitResult
     from isaaclab_sysid.fit.run_folder import RunFolder
 
     space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in values}, 7, robot.joint_names)

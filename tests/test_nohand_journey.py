@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.rigid_body.cli import IdentifyArgs, run
 from isaaclab_sysid.rigid_body.fit_seed import build_seed, write_seed

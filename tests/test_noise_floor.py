@@ -19,7 +19,7 @@ from isaaclab_sysid.evaluate.noise_floor import (
     resolve_noise_floor,
 )
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.paths import REAL_RUNS_DIR
 from isaaclab_sysid.sim.interface import RunRollout
 from isaaclab_sysid.twin.demo import DEMO_HELDOUT, DEMO_REPEAT

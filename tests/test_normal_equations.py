@@ -9,13 +9,13 @@ import numpy as np
 from conftest import make_run
 from test_fit_fakes import TRUE, FakeBackend
 
-from isaaclab_sysid.fit.jacobian import stencil
-from isaaclab_sysid.fit.loss import LossWeights, total_loss
-from isaaclab_sysid.fit.normal_equations import stencil_normal_equations
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.jacobian import stencil
+from isaaclab_sysid.objective.loss import LossWeights, total_loss
+from isaaclab_sysid.objective.normal_equations import stencil_normal_equations
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
-from isaaclab_sysid.fit.residuals import stacked_weighted_residuals
+from isaaclab_sysid.objective.residuals import stacked_weighted_residuals
 
 GROUPS = ("armature", "friction", "viscous", "delay")
 

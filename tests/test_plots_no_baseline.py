@@ -12,8 +12,8 @@ from test_fit_fakes import TRUE, FakeBackend
 
 from isaaclab_sysid.evaluate import plots
 from isaaclab_sysid.evaluate.heldout import NO_BASELINE, evaluate_params
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.result import FitResult
 
 
 def _runs():

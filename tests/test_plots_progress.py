@@ -14,9 +14,9 @@ from test_fit_fakes import FakeBackend
 from isaaclab_sysid.evaluate import plots
 from isaaclab_sysid.evaluate.html_report import run_figures
 from isaaclab_sysid.fit import progress as progress_mod
-from isaaclab_sysid.fit.loss import LossWeights
+from isaaclab_sysid.objective.loss import LossWeights
 from isaaclab_sysid.fit.optimizer import CmaesSettings
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.problem import FitProblem
 from isaaclab_sysid.fit.progress import MAX_WIDTH, FitProgress, fit_line, fmt_duration, wrap
 from isaaclab_sysid.fit.search import Search, SearchSettings

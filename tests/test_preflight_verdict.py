@@ -14,7 +14,7 @@ from isaaclab_sysid.excitation.design_io import write_target
 from isaaclab_sysid.excitation.identifiability import IdentifiabilityTable, SensitivityRow
 from isaaclab_sysid.excitation.limits import DesignLimits
 from isaaclab_sysid.excitation.verdict import EXIT_FAIL, FAIL, PASS, WARN, build_verdict, design_kind
-from isaaclab_sysid.fit.loss import LossWeights
+from isaaclab_sysid.objective.loss import LossWeights
 from isaaclab_sysid.robots import load_robot
 
 

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.intervals.curvature import curvature_intervals, sensitivity
 from isaaclab_sysid.intervals.process_noise import assess_process_noise, widening_factors
 from isaaclab_sysid.robots import load_robot

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.run_folder import RunFolder
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.rigid_body.clie.starts import joint_start_from_fit
 from isaaclab_sysid.rigid_body.fit_seed import joint_terms_from_rb_params
 from isaaclab_sysid.robots.identified import RbParams, RbParamsError

@@ -21,8 +21,8 @@ from isaaclab_sysid.evaluate.heldout import evaluate_params
 from isaaclab_sysid.evaluate.html_report import HTML_FILE, convergence_figure, run_figures, write_html_report
 from isaaclab_sysid.evaluate.report import fit_sections, render_markdown
 from isaaclab_sysid.fit import CmaesFit, CmaesSettings, ParamSpace
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",

@@ -241,7 +241,7 @@ def test_seed_fit_from_rb_params_starts_the_replay_near_the_twin(franka, tmp_pat
     """seed_fit.py turns the LS joint terms into a --x0 file; replaying the twin's held-out run
     from that start is far closer to the recording than the default 'low' start."""
     from isaaclab_sysid.evaluate.metrics import rollout_metrics
-    from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+    from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
     from isaaclab_sysid.fit.problem import start_point
     from isaaclab_sysid.sim.interface import ReplayOptions
     from isaaclab_sysid.sim.mujoco_backend import MujocoBackend

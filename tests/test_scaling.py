@@ -35,7 +35,7 @@ def test_scaling_ci_longer_data_is_at_least_as_right(tmp_path):
 def test_per_sample_blocks_and_effective_samples():
     import numpy as np
 
-    from isaaclab_sysid.fit.residuals import autocorr_time, effective_samples, per_sample_blocks
+    from isaaclab_sysid.objective.residuals import autocorr_time, effective_samples, per_sample_blocks
 
     rng = np.random.default_rng(0)
     shapes = [(400, 7), (300, 7)]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.benchmarking.bam_peer import bam_xl330_dir
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.jobs.servo_bench import fit_and_score, split_by_gain
 
 RAW = bam_xl330_dir() / "raw"

@@ -10,7 +10,7 @@ import pytest
 
 from isaaclab_sysid.data.run import Run, RunMeta
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.fit.problem import build_space
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.bench import BenchError, pendulum_robot_config, pendulum_toml, pendulum_urdf, write_pendulum
@@ -212,7 +212,7 @@ def _bench_runs(tmp_path, seconds: float = 2.5):
 
 def test_several_benches_fit_one_servo(tmp_path):
     from isaaclab_sysid.fit.problem import build_problem
-    from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.objective.result import FitResult
     from isaaclab_sysid.jobs.fit_job import run_fit
     from isaaclab_sysid.sim.benches import BenchSetBackend
 

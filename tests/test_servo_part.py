@@ -21,7 +21,7 @@ from isaaclab_sysid.export.servo_part import ServoPartError, dc_motor_holds, dc_
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.outputs import write_config
 from isaaclab_sysid.fit.problem import build_space
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.paths import ROBOT_CONFIGS_DIR
 from isaaclab_sysid.robots import load_robot, load_robot_config
 from isaaclab_sysid.robots.config import RobotConfigError
@@ -455,7 +455,7 @@ def test_a_part_seeds_the_fits_start(tmp_path):
     body = part.to_json()
     body["kt"]["value"] = -1
     (tmp_path / "bad.json").write_text(json.dumps(body))
-    from isaaclab_sysid.fit.errors import FitError
+    from isaaclab_sysid.objective.errors import FitError
 
     with pytest.raises(FitError, match="bad.json.*'kt.value'"):
         start_point(str(tmp_path / "bad.json"), space)

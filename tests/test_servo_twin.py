@@ -10,7 +10,7 @@ import pytest
 
 from isaaclab_sysid.importers import import_runs
 from isaaclab_sysid.excitation.servo_design import ServoDesignSpec, ServoNominal, servo_multisine, servo_preflight
-from isaaclab_sysid.fit.param_space import GROUPS
+from isaaclab_sysid.objective.param_space import GROUPS
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.twin.servo import (SO101_CAL_MIDS, SO101_TRUTH, STEP_RAD, record_servo_twin,
                                        write_twin_dataset)

@@ -9,7 +9,7 @@ import pytest
 from conftest import make_run
 
 from isaaclab_sysid.data import RunFormatError, read_run, read_runs_hdf5, write_run, write_runs_hdf5
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.fit.state_age_source import resolve_state_age
 from isaaclab_sysid.paths import REAL_RUNS_DIR
 

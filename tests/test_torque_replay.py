@@ -18,10 +18,10 @@ import pytest
 from isaaclab_sysid.data import read_run
 from isaaclab_sysid.importers.torque_runs import TorqueRunError, TorqueSource, torque_run
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.fit.problem import build_problem
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
@@ -278,10 +278,10 @@ def test_seed_fit_carries_the_ls_offsets_into_the_torque_offset_start(robot, tmp
 
 
 def test_the_torque_noise_is_measured_from_the_log(robot):
-    """fit/torque_noise.py: the white part of a logged torque from its first differences, within 5 % on a smooth
+    """objective/torque_noise.py: the white part of a logged torque from its first differences, within 5 % on a smooth
     torque plus 0.02 / 0.05 / 0.1 N m; on the twin's log it measures the sensor noise added on top of the real
     torque's own high-frequency content (the stiff loop's response to its encoder noise)."""
-    from isaaclab_sysid.fit.torque_noise import torque_noise, white_noise_std
+    from isaaclab_sysid.objective.torque_noise import torque_noise, white_noise_std
 
     t = np.arange(0.0, 8.0, 1e-3)
     smooth = np.stack([5 * np.sin(2 * np.pi * 0.7 * t) + 3 * np.sin(2 * np.pi * 3.1 * t), 30 * np.sin(2 * np.pi * 1.3 * t)], 1)

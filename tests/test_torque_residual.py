@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.evaluate.torque_residual import diagnose, messages, torque_noise_floor
-from isaaclab_sysid.fit.shooting_floor import shooting_floor
-from isaaclab_sysid.fit.torque_noise import torque_noise
+from isaaclab_sysid.objective.shooting_floor import shooting_floor
+from isaaclab_sysid.objective.torque_noise import torque_noise
 from isaaclab_sysid.importers.torque_runs import TorqueSource, torque_run
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions

@@ -1,4 +1,4 @@
-"""The torque replay's default shooting window, chosen from the data (issue 28, item 3; fit/shooting_floor.py).
+"""The torque replay's default shooting window, chosen from the data (issue 28, item 3; objective/shooting_floor.py).
 
 ``--window_s`` unset: the longest candidate window at which the start model's residual is within 2x the drift
 floor of the measured start states. A right start model stays near the floor at every length (the longest is
@@ -12,7 +12,7 @@ import pytest
 
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.fit.problem import build_problem
-from isaaclab_sysid.fit.shooting_floor import WINDOW_CANDIDATES_S, choose_window
+from isaaclab_sysid.objective.shooting_floor import WINDOW_CANDIDATES_S, choose_window
 from isaaclab_sysid.importers.torque_runs import TorqueSource, torque_run
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
@@ -77,7 +77,7 @@ def test_eval_params_takes_the_evaluated_fits_window(robot, tmp_path):
     one chooses at the evaluated parameters, not at --x0 (issue 28)."""
     import json
 
-    from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.objective.result import FitResult
     from isaaclab_sysid.fit.run_folder import RunFolder
 
     fit_csv, held_csv = write_twin(robot, tmp_path, 0.02, fit_s=3.0)

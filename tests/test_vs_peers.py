@@ -76,7 +76,7 @@ def _fast_search(tmp_path, fast_settings=None):
     import numpy as np
 
     from isaaclab_sysid.benchmarking.peers import space_of, workload
-    from isaaclab_sysid.fit.loss import LossWeights
+    from isaaclab_sysid.objective.loss import LossWeights
     from isaaclab_sysid.fit.optimizer import CmaesSettings
     from isaaclab_sysid.fit.problem import FitProblem
     from isaaclab_sysid.fit.search import Search, SearchSettings

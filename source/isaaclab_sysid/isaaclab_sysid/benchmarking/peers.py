@@ -39,10 +39,10 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.metrics import rms_between_runs
 from isaaclab_sysid.fit.config import SearchConfig
 from isaaclab_sysid.fit.fast_path import FastFitState
-from isaaclab_sysid.fit.loss import LossWeights
-from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.objective.loss import LossWeights
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings, CmaesState, make_es
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.problem import FitProblem
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
 from isaaclab_sysid.fit.search import Search, SearchSettings

@@ -25,7 +25,7 @@ data, from four diagnostics of the fitted candidate's joint-position residual
   (removing its expected variance, age_var x dq^2, still cried wolf on right models).
   Torque runs (``--replay torque``) are not judged either: their error grows with the
   time into each shooting window, not with the speed; their floor is the drift of the
-  measured start states (:mod:`isaaclab_sysid.fit.shooting_floor`).
+  measured start states (:mod:`isaaclab_sysid.objective.shooting_floor`).
 * **torque replays: what is missing** (:mod:`isaaclab_sysid.evaluate.torque_residual`): the residual's
   shapes within the windows name a constant torque offset, a lag between torque and state or a sensor
   filter (each a misfit), and the logged torque's noise when it accounts for a floor excess.
@@ -57,7 +57,7 @@ from isaaclab_sysid.evaluate.metrics import rms
 from isaaclab_sysid.evaluate.noise_floor import NoiseFloor
 from isaaclab_sysid.evaluate.torque_residual import TorqueResidualDiagnostics
 from isaaclab_sysid.evaluate.torque_residual import messages as torque_messages
-from isaaclab_sysid.fit.adequacy_record import Adequacy, AdequacyLimits, RunResidualStats
+from isaaclab_sysid.objective.adequacy_record import Adequacy, AdequacyLimits, RunResidualStats
 from isaaclab_sysid.sim.interface import RunRollout
 
 

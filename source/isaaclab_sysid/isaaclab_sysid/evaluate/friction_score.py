@@ -35,9 +35,9 @@ from scipy.optimize import lsq_linear
 from scipy.stats import norm
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossWeights
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
+from isaaclab_sysid.objective.loss import LossWeights
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
 from isaaclab_sysid.intervals.curvature import Sensitivity, hac_bandwidth, run_meats, sensitivity
 from isaaclab_sysid.intervals.process_noise import estimate_process_noise, replicate_residuals
 from isaaclab_sysid.sim.friction import law_of_groups

@@ -35,8 +35,8 @@ import pandas as pd
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.data.schema import EE_POS, EE_QUAT, joint_cols
 from isaaclab_sysid.evaluate.metrics import RunMetrics, rollout_metrics
-from isaaclab_sysid.fit.loss import LossWeights
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.loss import LossWeights
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
 from isaaclab_sysid.utils.atomic import atomic_path, atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossWeights, run_loss
+from isaaclab_sysid.objective.loss import LossWeights, run_loss
 from isaaclab_sysid.sim.interface import RunRollout
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.adequacy_record import NoiseFloor
+from isaaclab_sysid.objective.adequacy_record import NoiseFloor
 from isaaclab_sysid.utils.errors import UserError
 
 #: setpoints of two repeats must agree to this [rad, m, -] (CSV round-off of one schedule)
@@ -131,7 +131,7 @@ def resolve_noise_floor(noise_floor_mrad: float | None, noise_floor_from: Sequen
         FitError: one line naming the flag and the file(s); both flags given.
     """
     from isaaclab_sysid.data import RunFormatError, read_run
-    from isaaclab_sysid.fit.errors import FitError
+    from isaaclab_sysid.objective.errors import FitError
 
     pairs = [tuple(p) for p in noise_floor_from or []]
     if noise_floor_mrad is not None and pairs:

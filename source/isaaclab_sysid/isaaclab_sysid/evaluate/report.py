@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isaaclab_sysid.evaluate.heldout import NO_BASELINE
-from isaaclab_sysid.fit.param_space import GROUPS
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.param_space import GROUPS
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.utils.atomic import atomic_write_text
 from isaaclab_sysid.fit.run_folder import REPORT_FILE
 

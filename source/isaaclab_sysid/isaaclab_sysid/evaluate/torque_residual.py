@@ -30,11 +30,11 @@ a right model of the twin leaves sub-tick lags of 0.3-0.5 ms, its integrator's t
   errors; one that explains :data:`~isaaclab_sysid.robots.end_effector.EXPLAINED_MIN` of it is named with the flag or
   config that fixes it (``--robot franka_panda_nohand``) instead of the offset group.
 * **torque noise**: white noise of std sigma on the logged torque (measured from the log,
-  :func:`~isaaclab_sysid.fit.torque_noise.torque_noise`) moves the replay by what :func:`torque_noise_floor`
+  :func:`~isaaclab_sysid.objective.torque_noise.torque_noise`) moves the replay by what :func:`torque_noise_floor`
   simulates: the fitted model replayed with the logged torque and with fresh white noise of sigma added, the q
   RMS of the difference per joint (friction constraints and damping included; the free-motion formula
   ``sigma^2 h t^3 / (3 M^2)`` overstated it 2-4x on the twin's light wrist). The start-state drift floor
-  (:mod:`~isaaclab_sysid.fit.shooting_floor`) does not hold it. It is named when the residual exceeds the drift
+  (:mod:`~isaaclab_sysid.objective.shooting_floor`) does not hold it. It is named when the residual exceeds the drift
   floor by the verdict's limit, no offset or lag was named, and the drift floor and this torque-noise floor
   together account for the residual (within the same limit). The sigma from first differences counts a stiff
   loop's real high-frequency torque too, so this floor errs high; it is an explanation, never a reason to

@@ -5,7 +5,7 @@ friction, and the actuator delay), every parameter is stepped by ``rel_step``
 of its fit bounds' width, up and down where the bounds allow, and the design's
 run is replayed for all candidates in one batched ``rollout`` call. The nominal
 replay plays the part of the real arm, so the loss of a stepped candidate
-(the fit's loss: w_q MSE(q) + w_dq MSE(qd) + w_x MSE(x_ee), fit/loss.py
+(the fit's loss: w_q MSE(q) + w_dq MSE(qd) + w_x MSE(x_ee), objective/loss.py
 weights) is exactly what the fit would see if the parameter were off by that
 step:
 
@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossWeights
-from isaaclab_sysid.fit.param_space import GROUPS
+from isaaclab_sysid.objective.loss import LossWeights
+from isaaclab_sysid.objective.param_space import GROUPS
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayBackend, RunRollout
 
-#: Fit bounds and units (the fit's defaults, from fit/param_space.py GROUPS).
+#: Fit bounds and units (the fit's defaults, from objective/param_space.py GROUPS).
 BOUNDS = {g: GROUPS[g].default_bounds for g in ("armature", "friction", "viscous", "delay")}
 UNITS = {g: GROUPS[g].unit for g in BOUNDS}
 #: Nominal candidate: plausible Panda values inside the bounds.

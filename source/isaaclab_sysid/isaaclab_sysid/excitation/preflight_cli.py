@@ -16,7 +16,7 @@ from isaaclab_sysid.excitation.plots import plot_preflight
 from isaaclab_sysid.excitation.preflight import preflight
 from isaaclab_sysid.excitation.verdict import EXIT_FAIL, WARN, WARN_FRAC
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.utils.atomic import atomic_write_json

@@ -21,10 +21,10 @@ from isaaclab_sysid.export.ranges import RangePolicy, make_ranges
 from isaaclab_sysid.intervals.combine import IntervalReport, compute_all, read_intervals, write_intervals
 from isaaclab_sysid.intervals.omitted import OMITTED_GROUPS
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.errors import FitError
-from isaaclab_sysid.fit.param_space import GROUPS, ParamSpace
+from isaaclab_sysid.objective.errors import FitError
+from isaaclab_sysid.objective.param_space import GROUPS, ParamSpace
 from isaaclab_sysid.fit.problem import FitProblem, build_problem
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import CONFIG_FILE, INTERVALS_FILE, RESULT_FILE
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.sim.friction import law_of_groups

@@ -64,7 +64,7 @@ import mujoco
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import EE_NAME, Robot
 from isaaclab_sysid.sim.friction import LAW_COLUMNS, LAW_IDS, LAWS, LOAD_BUDGET_FLOOR, FrictionLaw, applied_force, \

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.intervals.combine import IntervalReport
 from isaaclab_sysid.robots.servo_model import PART_LAWS, Estimate, ServoModel
 from isaaclab_sysid.robots.servos import ServoFamily, servo_family

@@ -4,10 +4,10 @@ docs/architecture.md shows how the stages fit together.
 """
 
 from isaaclab_sysid.fit.best import BestSoFar
-from isaaclab_sysid.fit.loss import DIVERGENCE_PENALTY, LossBreakdown, LossWeights, run_loss, total_loss
+from isaaclab_sysid.objective.loss import DIVERGENCE_PENALTY, LossBreakdown, LossWeights, run_loss, total_loss
 from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings, CmaesState, GenerationRecord
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GROUPS, GroupSpec, ParamSpace
-from isaaclab_sysid.fit.result import FitResult, RefineSummary, SearchDistribution
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, GROUPS, GroupSpec, ParamSpace
+from isaaclab_sysid.objective.result import FitResult, RefineSummary, SearchDistribution
 
 __all__ = [
     "DEFAULT_BOUNDS",

@@ -5,14 +5,14 @@ config states each joint's bound (``armature_max`` [kg m^2], with ``armature_max
 sheet's rotor inertia x gear ratio^2, or the rule it follows; ``configs/robots/*.toml``). Without
 ``--armature_bounds`` the fit searches ``[0, armature_max]`` per joint, so a value a motor cannot
 reflect (0.5 kg m^2 on a Franka wrist) lies outside the box, and a fit that ends at the bound says so
-(:class:`~isaaclab_sysid.fit.param_space.BoundHit` names the source). ``--armature_bounds LO HI`` is
+(:class:`~isaaclab_sysid.objective.param_space.BoundHit` names the source). ``--armature_bounds LO HI`` is
 used as given; a robot config without the bound keeps the generic default of
-:data:`~isaaclab_sysid.fit.param_space.GROUPS`.
+:data:`~isaaclab_sysid.objective.param_space.GROUPS`.
 """
 
 from __future__ import annotations
 
-from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec
+from isaaclab_sysid.objective.param_space import GROUPS, GroupSpec
 from isaaclab_sysid.robots.config import RobotConfig
 
 

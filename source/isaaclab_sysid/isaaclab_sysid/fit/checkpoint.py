@@ -1,7 +1,7 @@
 """Atomic checkpoints that resume a fit exactly.
 
 ``checkpoint_<iter>.json`` holds the best parameters so far (the
-:class:`~isaaclab_sysid.fit.result.FitResult` keys, readable by ``--eval_params``)
+:class:`~isaaclab_sysid.objective.result.FitResult` keys, readable by ``--eval_params``)
 and ``resume_state``: the pickled :class:`~isaaclab_sysid.fit.state.FitState`
 (the ``CMAEvolutionStrategy`` with its RNG, the history, the best-so-far and the
 refinement's state), base64-encoded. Each file is written atomically, so a fit
@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.state import FitState
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable

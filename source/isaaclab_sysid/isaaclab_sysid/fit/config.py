@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 import tyro
 
-from isaaclab_sysid.fit.param_space import GROUPS
+from isaaclab_sysid.objective.param_space import GROUPS
 from isaaclab_sysid.sim.friction import expand_law_aliases
 
 #: repeatable list flags (--runs a.csv --runs b.csv)
@@ -261,7 +261,7 @@ class ReplayConfig:
     window_s: float | None = None
     """--replay torque: length of each shooting window [s] (each restarts from the measured q, qd; 0.1-1 s). Unset:
     chosen from the data, the longest of 0.05-1 s at which the start model's residual is within 2x the drift floor
-    (fit/shooting_floor.py: choose_window; the log says what it chose and why, config.json keeps it)."""
+    (objective/shooting_floor.py: choose_window; the log says what it chose and why, config.json keeps it)."""
     max_batch_mb: float = 4096.0
     """Memory limit of one batched rollout [MB]: population x samples x states (plus per-window buffers); a
     configuration above it is refused before any simulation, naming what to lower."""

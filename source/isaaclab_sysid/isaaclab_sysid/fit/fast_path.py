@@ -42,10 +42,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from isaaclab_sysid.fit.best import BestSoFar
-from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, RefineState
-from isaaclab_sysid.fit.shooting_floor import shooting_floor
+from isaaclab_sysid.objective.shooting_floor import shooting_floor
 from isaaclab_sysid.fit.state import FitState
 from isaaclab_sysid.sim.shooting import backend_windows
 

@@ -1,11 +1,11 @@
 """The CMA-ES loop: one batched backend call per generation.
 
 The optimizer (the ``cma`` package) works on the unit cube of
-:class:`~isaaclab_sysid.fit.param_space.ParamSpace`. Every generation it asks
+:class:`~isaaclab_sysid.objective.param_space.ParamSpace`. Every generation it asks
 for ``popsize`` candidates, decodes them into one :class:`CandidateBatch`, has
 the backend roll the whole population out on every run in a single call
 (candidate i in env i of every run's block), scores them with
-:func:`~isaaclab_sysid.fit.loss.total_loss` and tells the losses back.
+:func:`~isaaclab_sysid.objective.loss.total_loss` and tells the losses back.
 
 Every generation offers its best candidate to the fit's shared
 :class:`~isaaclab_sysid.fit.best.BestSoFar` record; the optimizer knows nothing
@@ -37,10 +37,10 @@ import cma
 import numpy as np
 
 from isaaclab_sysid.fit.best import BestSoFar
-from isaaclab_sysid.fit.loss import LossBreakdown
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.fit.result import FitResult, RefineSummary, SearchDistribution, StageVerdict
+from isaaclab_sysid.objective.loss import LossBreakdown
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import ParamSpace
+from isaaclab_sysid.objective.result import FitResult, RefineSummary, SearchDistribution, StageVerdict
 
 #: CMA-ES converged when its best improved by at most this fraction over the last :func:`stall_window` generations
 CMA_RTOL = 1e-3

@@ -20,13 +20,13 @@ from isaaclab_sysid.data import RunFormatError, unstated_robot_note
 from isaaclab_sysid.data import read_runs as data_read_runs
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.config import ClusterConfig, FitArgs
-from isaaclab_sysid.fit.errors import FitError
-from isaaclab_sysid.fit.loss import LossWeights, channel_scales
-from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.objective.errors import FitError
+from isaaclab_sysid.objective.loss import LossWeights, channel_scales
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.armature_bound import armature_spec, describe_armature
-from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
+from isaaclab_sysid.objective.param_space import GROUPS, GroupSpec, ParamSpace
 from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import CONFIG_FILE, RESULT_FILE, RunFolder
 from isaaclab_sysid.fit import torque_replay
 from isaaclab_sysid.fit.state_age_source import resolve_state_age

@@ -3,7 +3,7 @@
 CMA-ES finds the basin of the optimum but converges slowly inside it (22
 parameters need thousands of evaluations to reach the noise floor). Near the
 optimum the replay loss is a smooth sum of squares, so Levenberg-Marquardt on
-the stacked residuals (:mod:`~isaaclab_sysid.fit.residuals`)
+the stacked residuals (:mod:`~isaaclab_sysid.objective.residuals`)
 converges in a handful of iterations.
 
 Each iteration costs up to two batched rollouts (a track's budget per phase, two phases: at most
@@ -67,13 +67,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from isaaclab_sysid.fit.best import BestSoFar
-from isaaclab_sysid.fit.jacobian import stencil
-from isaaclab_sysid.fit.loss import LossBreakdown, total_loss
-from isaaclab_sysid.fit.normal_equations import stencil_normal_equations
-from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.objective.jacobian import stencil
+from isaaclab_sysid.objective.loss import LossBreakdown, total_loss
+from isaaclab_sysid.objective.normal_equations import stencil_normal_equations
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.progress import track_label
-from isaaclab_sysid.fit.residuals import effective_samples
-from isaaclab_sysid.fit.result import RefineSummary, RefineTrackSummary, StageVerdict
+from isaaclab_sysid.objective.residuals import effective_samples
+from isaaclab_sysid.objective.result import RefineSummary, RefineTrackSummary, StageVerdict
 
 #: Damping multipliers tried in one batch every iteration.
 LAMBDA_FACTORS = (0.1, 1.0, 10.0)
@@ -116,7 +116,7 @@ class RefineSettings:
             accepted step, or a rejected one once it has accepted any, from a finite-difference Jacobian at which the Gauss-Newton forecast of everything its loss
             could still gain (g^T A^+ g over the free coordinates, the Newton decrement) is below this on the
             likelihood-ratio scale, dL / (L / n_eff) with n_eff the residuals' effective sample count
-            (:func:`~isaaclab_sysid.fit.residuals.effective_samples`): the point is within about sqrt(stat_tol)
+            (:func:`~isaaclab_sysid.objective.residuals.effective_samples`): the point is within about sqrt(stat_tol)
             standard errors of the optimum, a difference no test of the fit could see. ``rtol`` asks a fixed fraction
             of the loss per step whatever the data; this test asks the same precision against the noise at every
             length (the 24 s chirp's Coulomb stage spent its last 6 of 31 iterations under 0.6 on this scale;
@@ -133,7 +133,7 @@ class RefineSettings:
             deterministic backend gives the same numbers either way.
         normal_equations: hold each track's normal equations J^T J, J^T r instead of its dense (M, n_c) Jacobian,
             accumulated run by run and window by window from the stencil's rollouts
-            (:func:`~isaaclab_sysid.fit.normal_equations.stencil_normal_equations`), and score the trial steps by
+            (:func:`~isaaclab_sysid.objective.normal_equations.stencil_normal_equations`), and score the trial steps by
             their loss alone: the refinement's memory no longer grows with the samples beyond the backend's
             rollouts of one stencil (issue 45). The Broyden updates need the dense Jacobian, so this mode takes a
             finite-difference Jacobian every iteration (``jacobian_reuse`` has no effect). None (the default): on

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from isaaclab_sysid.data.run import LAW_FACTS, ImpedanceLaw, Run
 from isaaclab_sysid.fit.config import FitArgs, ReplayConfig
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.robots import Robot
 from isaaclab_sysid.robots.config import RobotConfigError
 

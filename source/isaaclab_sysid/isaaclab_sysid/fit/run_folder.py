@@ -34,8 +34,8 @@ from datetime import datetime
 from pathlib import Path
 
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.errors import FitError
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.errors import FitError
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable, read_json
 

@@ -14,7 +14,7 @@ Two strategies (``SearchSettings.strategy``, ``--strategy``):
   only when the residual above the white noise or disagreeing starts make the answer
   suspect). The search reads only the fit runs: held-out runs are scored after it.
 
-Every stage that finished leaves its convergence verdict (:class:`~isaaclab_sysid.fit.result.StageVerdict`)
+Every stage that finished leaves its convergence verdict (:class:`~isaaclab_sysid.objective.result.StageVerdict`)
 in :attr:`FitResult.convergence` and on the console: a stage that ended on its budget while still
 improving, at its start, or with every step rejected says so, with the flag that gives it more room.
 """
@@ -31,14 +31,14 @@ import numpy as np
 
 from isaaclab_sysid.fit.best import BestSoFar
 from isaaclab_sysid.fit.checkpoint import latest_state, save_checkpoint
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.fit.fast_path import FastFitState, FastPath, FastPathSettings, evidence_line
 from isaaclab_sysid.fit.optimizer import CmaesFit, CmaesSettings, GenerationRecord
 from isaaclab_sysid.fit.outputs import write_progress
 from isaaclab_sysid.fit.problem import FitProblem
 from isaaclab_sysid.fit.progress import FitProgress
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings, RefineState
-from isaaclab_sysid.fit.result import FitResult, StageVerdict
+from isaaclab_sysid.objective.result import FitResult, StageVerdict
 from isaaclab_sysid.fit.state import FitState
 from isaaclab_sysid.utils.atomic import atomic_write_text
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 
 SIDECAR_KEY_HINT = '"state_age": {"model": "uniform", "max_ms": N}'
 

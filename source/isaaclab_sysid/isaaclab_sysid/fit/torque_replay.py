@@ -17,10 +17,10 @@ from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.importers.torque_runs import TorqueRunError, TorqueSource, read_ur10e_torque_run, torque_run
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.adequacy_record import AdequacyLimits
-from isaaclab_sysid.fit.errors import FitError
-from isaaclab_sysid.fit.shooting_floor import choose_window
-from isaaclab_sysid.fit.torque_noise import torque_noise
+from isaaclab_sysid.objective.adequacy_record import AdequacyLimits
+from isaaclab_sysid.objective.errors import FitError
+from isaaclab_sysid.objective.shooting_floor import choose_window
+from isaaclab_sysid.objective.torque_noise import torque_noise
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
@@ -109,7 +109,7 @@ def window_ticks(args: FitArgs) -> int | None:
 def resolve_window(args: FitArgs, runs: Sequence[Run], robot: Robot, start: CandidateBatch,
                    log: Callable[[str], None]) -> float:
     """``--window_s`` unset: choose it from the fit runs and the start model ``start`` (one candidate: the decoded
-    ``--x0``), :func:`~isaaclab_sysid.fit.shooting_floor.choose_window`; store it in ``args`` (so config.json,
+    ``--x0``), :func:`~isaaclab_sysid.objective.shooting_floor.choose_window`; store it in ``args`` (so config.json,
     ``--resume`` and the export replay the same windows) and log every option and the reason. Given: kept.
     Returns the window [s]."""
     r = args.replay
@@ -172,7 +172,7 @@ def describe(args: FitArgs, runs: Sequence[Run], robot: Robot, log: Callable[[st
         f"{r.window_s:g} s each started from the measured q, qd; the loss scores q and qd (w_x = 0); each row's "
         "state and torque are taken as simultaneous (a lag between them is the fitted delay)")
     sigma = torque_noise(runs)
-    log(f"  logged torque, white part (first differences, fit/torque_noise.py): {' '.join(f'{v:.3g}' for v in sigma)} N m "
+    log(f"  logged torque, white part (first differences, objective/torque_noise.py): {' '.join(f'{v:.3g}' for v in sigma)} N m "
         "per joint: noise on the input drives the replay (errors in variables; docs/replay.md)")
     for run in runs:
         rec = run.meta.summary.get("torque_replay", {})

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from isaaclab_sysid.fit.objective import ReplayObjective
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
 from isaaclab_sysid.intervals.common import IntervalSet, chi2_1
 from isaaclab_sysid.intervals.curvature import Sensitivity, integrated_autocorr_time

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.intervals.common import Interval, IntervalSet, gaussian_intervals, order_intervals, z_of
 
 

@@ -1,6 +1,6 @@
 """All interval methods on one fit, which one the export uses, and the intervals file.
 
-``compute_all`` runs, on a :class:`~isaaclab_sysid.fit.result.FitResult`:
+``compute_all`` runs, on a :class:`~isaaclab_sysid.objective.result.FitResult`:
 
 1. one batched rollout on the fit runs (optimum + finite-difference neighbours +
    every integer delay) -> ``curvature`` (used), ``bootstrap`` and ``per_run``;
@@ -42,10 +42,10 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossWeights, total_loss
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.loss import LossWeights, total_loss
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import ParamSpace
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.intervals.basins import search_basin, widen_for_basin
 from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
 from isaaclab_sysid.intervals.cma_cov import cma_intervals

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from isaaclab_sysid.fit.param_space import ParamSpace
+from isaaclab_sysid.objective.param_space import ParamSpace
 from isaaclab_sysid.utils.json_io import jsonable
 
 

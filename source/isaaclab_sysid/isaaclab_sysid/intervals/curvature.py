@@ -48,10 +48,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.signal import fftconvolve
 
-from isaaclab_sysid.fit.jacobian import stencil
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.fit.residuals import weighted_residuals
+from isaaclab_sysid.objective.jacobian import stencil
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import ParamSpace
+from isaaclab_sysid.objective.residuals import weighted_residuals
 from isaaclab_sysid.sim.shooting import backend_windows
 from isaaclab_sysid.intervals.common import Interval, IntervalSet, chi2_1, gaussian_intervals, order_intervals
 from isaaclab_sysid.utils.errors import UserError

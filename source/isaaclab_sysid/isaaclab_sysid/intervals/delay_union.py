@@ -52,10 +52,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import ParamSpace
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import ParamSpace
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.intervals.common import IntervalSet, chi2_1, z_of
 from isaaclab_sysid.intervals.curvature import (
     Sensitivity,

@@ -30,10 +30,10 @@ import numpy as np
 from scipy.optimize import lsq_linear
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossWeights
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
-from isaaclab_sysid.fit.residuals import weighted_residuals
+from isaaclab_sysid.objective.loss import LossWeights
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
+from isaaclab_sysid.objective.residuals import weighted_residuals
 from isaaclab_sysid.intervals.common import IntervalSet
 from isaaclab_sysid.intervals.curvature import Sensitivity, pinv_normalized
 from isaaclab_sysid.sim.interface import ReplayBackend

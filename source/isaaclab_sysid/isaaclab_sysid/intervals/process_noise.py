@@ -46,9 +46,9 @@ import numpy as np
 from scipy.optimize import nnls
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossWeights, run_weights
-from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.fit.residuals import run_residuals
+from isaaclab_sysid.objective.loss import LossWeights, run_weights
+from isaaclab_sysid.objective.param_space import ParamSpace
+from isaaclab_sysid.objective.residuals import run_residuals
 from isaaclab_sysid.intervals.curvature import Sensitivity
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
 from isaaclab_sysid.sim.shooting import is_torque_run

@@ -12,7 +12,7 @@ What this module does at the optimum x0, on the fit's torque runs (the analogue 
 ``intervals/process_noise.py`` for controller runs), a parametric bootstrap of the linearized fit:
 
 1. the noise levels, measured from the logs: per run and joint, the logged torque's white part
-   (:func:`~isaaclab_sysid.fit.torque_noise.white_noise_std`, per logged row: at rows slower than
+   (:func:`~isaaclab_sysid.objective.torque_noise.white_noise_std`, per logged row: at rows slower than
    1 kHz it is interpolated onto the ticks as the log's own noise is) and the white noise of the
    measured q and qd (``mean(diff(e)^2) / 2`` of the residual inside windows);
 2. ``K`` replicates: x0's own rollout (its states the stand-in truth) measured with fresh white noise
@@ -33,10 +33,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossWeights, run_weights
-from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.fit.residuals import run_residuals
-from isaaclab_sysid.fit.torque_noise import white_noise_std
+from isaaclab_sysid.objective.loss import LossWeights, run_weights
+from isaaclab_sysid.objective.param_space import ParamSpace
+from isaaclab_sysid.objective.residuals import run_residuals
+from isaaclab_sysid.objective.torque_noise import white_noise_std
 from isaaclab_sysid.intervals.curvature import Sensitivity
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
 

@@ -20,9 +20,9 @@ from isaaclab_sysid.evaluate.adequacy import assess
 from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest, static_friction_test
 from isaaclab_sysid.evaluate.noise_floor import NoiseFloor
 from isaaclab_sysid.evaluate.torque_residual import TorqueResidualDiagnostics, diagnose, torque_noise_floor
-from isaaclab_sysid.fit.adequacy_record import Adequacy
-from isaaclab_sysid.fit.result import FitResult
-from isaaclab_sysid.fit.torque_noise import torque_noise
+from isaaclab_sysid.objective.adequacy_record import Adequacy
+from isaaclab_sysid.objective.result import FitResult
+from isaaclab_sysid.objective.torque_noise import torque_noise
 from isaaclab_sysid.robots import Robot
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
 from isaaclab_sysid.sim.shooting import backend_windows

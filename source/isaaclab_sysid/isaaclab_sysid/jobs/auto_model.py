@@ -16,10 +16,10 @@ import numpy as np
 
 from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest, augmented_space, coulomb_as_static
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.errors import FitError
-from isaaclab_sysid.fit.loss import DIVERGENCE_PENALTY
+from isaaclab_sysid.objective.errors import FitError
+from isaaclab_sysid.objective.loss import DIVERGENCE_PENALTY
 from isaaclab_sysid.fit.problem import FitProblem
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.fit.search import Search
 from isaaclab_sysid.jobs import law_choice as lc

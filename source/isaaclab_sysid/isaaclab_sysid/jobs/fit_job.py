@@ -3,7 +3,7 @@
 1. :func:`~isaaclab_sysid.fit.problem.build_problem`: options checked, runs read and
    validated, robot, parameter space and backend built (a bad input costs nothing);
 2. :class:`~isaaclab_sysid.fit.search.Search`: CMA-ES, then the refinement,
-   checkpointed (``--resume`` continues it), into a :class:`~isaaclab_sysid.fit.result.FitResult`;
+   checkpointed (``--resume`` continues it), into a :class:`~isaaclab_sysid.objective.result.FitResult`;
 3. ``sysid_best_params.json``;
 4. evaluation of the result against the nominal parameters on the fit and held-out
    runs, the adequacy verdict (:func:`~isaaclab_sysid.jobs.assessment.assess_fit`), plots and ``report.md``.
@@ -24,18 +24,18 @@ import numpy as np
 from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest
 from isaaclab_sysid.evaluate.heldout import EvalResult, evaluate_params, write_eval_outputs
 from isaaclab_sysid.evaluate.noise_floor import resolve_noise_floor
-from isaaclab_sysid.fit.shooting_floor import shooting_floor
+from isaaclab_sysid.objective.shooting_floor import shooting_floor
 from isaaclab_sysid.evaluate.plots import plot_convergence, plot_evaluation
 from isaaclab_sysid.evaluate.html_report import convergence_figure, run_figures, write_html_report
 from isaaclab_sysid.evaluate.report import Section, Table, eval_report, fit_sections, write_report
 from isaaclab_sysid.evaluate.window_scores import WindowComparison, compare_on_windows
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.fit.fast_path import FastPathSettings
 from isaaclab_sysid.fit.optimizer import CmaesSettings
 from isaaclab_sysid.fit.outputs import write_config
 from isaaclab_sysid.fit.problem import FitProblem, build_problem, params_file, seed_from_parts, start_point
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import EVAL_SUFFIX, MODEL_CHOICE_FILE, RESULT_FILE, RunFolder
 from isaaclab_sysid.fit.search import Search, SearchSettings
 from isaaclab_sysid.fit.tracking import WandbLog

@@ -33,9 +33,9 @@ import numpy as np
 
 from isaaclab_sysid.evaluate.friction_score import bounded_step
 from isaaclab_sysid.fit.config import ParamsConfig
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import GROUPS, GroupSpec, ParamSpace
-from isaaclab_sysid.fit.residuals import weighted_residuals
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import GROUPS, GroupSpec, ParamSpace
+from isaaclab_sysid.objective.residuals import weighted_residuals
 from isaaclab_sysid.intervals.curvature import IntervalError, sensitivity
 from isaaclab_sysid.residual_stats import autocorr_inflation
 from isaaclab_sysid.sim.friction import LAWS, law_of_groups

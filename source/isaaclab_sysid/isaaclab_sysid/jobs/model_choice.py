@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 
 from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest, static_friction_test
 from isaaclab_sysid.fit.problem import FitProblem
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.sim.shooting import is_torque_run
 
 #: the groups that replace Coulomb ``friction`` when the data ask for static friction

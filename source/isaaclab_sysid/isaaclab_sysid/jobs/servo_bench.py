@@ -17,9 +17,9 @@ import numpy as np
 
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.errors import FitError
+from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.fit.problem import build_problem
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.importers.run_import import import_runs
 from isaaclab_sysid.jobs.fit_job import run_fit

@@ -228,7 +228,7 @@ def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None =
     from isaaclab_sysid.export.build import FitContext
     from isaaclab_sysid.fit.problem import build_problem
     from isaaclab_sysid.fit.refine import refine_point
-    from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.objective.result import FitResult
     from isaaclab_sysid.intervals.combine import compute_all
     from isaaclab_sysid.fit.config import FitArgs
     from isaaclab_sysid.jobs.fit_job import run_fit

@@ -29,11 +29,11 @@ import numpy as np
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.heldout import evaluate_params
 from isaaclab_sysid.evaluate.metrics import rms_between_runs
-from isaaclab_sysid.fit.loss import LossWeights
-from isaaclab_sysid.fit.objective import ReplayObjective
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.loss import LossWeights
+from isaaclab_sysid.objective.replay_objective import ReplayObjective
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.intervals.combine import compute_all
 from isaaclab_sysid.jobs.assessment import assess_fit
 from isaaclab_sysid.robots import Robot, load_robot

@@ -30,7 +30,7 @@ from isaaclab_sysid.importers.torque_runs import TorqueSource, read_ur10e_torque
 from isaaclab_sysid.evaluate.window_scores import WindowScore, common_windows, window_scores
 from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.jobs.fit_job import run_fit
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.data.formats.ur10e import list_runs, load_published_parameters, ur10e_dir
 from isaaclab_sysid.rigid_body.fit_seed import FitSeed

@@ -171,7 +171,7 @@ def run_track(args: TrackArgs) -> int:
             robot = with_body_inertials(robot, load_nominal(args.nominal))
         theta0, armature = None, None
         if args.fit_params is not None:
-            from isaaclab_sysid.fit.result import FitResult
+            from isaaclab_sysid.objective.result import FitResult
 
             fit = FitResult.read(args.fit_params, joint_names=robot.joint_names)
             armature = np.asarray(fit.values["armature"], dtype=float) if "armature" in fit.values else None

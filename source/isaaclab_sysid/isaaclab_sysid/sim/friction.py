@@ -13,7 +13,7 @@ and is one of two kinds:
   pre-sliding behaviour (the joint creeps elastically before break-away instead of sticking rigidly).
 
 Each law lists the parameter groups it reads (:attr:`FrictionLaw.groups`, all per joint; their units and bounds are
-in :data:`isaaclab_sysid.fit.param_space.GROUPS`), its equation and why it acts as it does. :func:`law_of_groups`
+in :data:`isaaclab_sysid.objective.param_space.GROUPS`), its equation and why it acts as it does. :func:`law_of_groups`
 finds a batch's law from the groups it sets (one law per batch), :func:`law_table` packs the law's parameters for the
 backends ((P, N, 4) float64, the native loop's ``law_p``), and :func:`budget` / :func:`applied_force` /
 :func:`dahl_step` are the numpy reference that ``sim/reference.py`` runs and ``native/replay.c`` mirrors in C.

@@ -153,7 +153,7 @@ class RunRollout:
 
 class LossScore(Protocol):
     """A loss as a picklable function of (rollouts, runs), for a backend that scores where it simulates (the Ray
-    backend's workers; ``fit.loss.WeightedLoss`` is the fit's): called on each slice of candidates, the slices'
+    backend's workers; ``objective.loss.WeightedLoss`` is the fit's): called on each slice of candidates, the slices'
     results joined in candidate order by :meth:`join`."""
 
     def __call__(self, rollouts: list[RunRollout], runs: Sequence[Run]) -> Any: ...

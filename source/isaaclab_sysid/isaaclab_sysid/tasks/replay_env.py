@@ -33,8 +33,8 @@ from isaaclab.envs import DirectRLEnv
 
 from isaaclab_sysid.data import read_run
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.param_space import DEFAULT_BOUNDS, ParamSpace
-from isaaclab_sysid.fit.result import FitResult
+from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
+from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions, RunRollout
 from isaaclab_sysid.sim.isaaclab_backend import IsaacLabBackend

@@ -1,4 +1,4 @@
-"""The package's user-facing error, below every layer that raises one (``fit.errors.FitError`` is this class).
+"""The package's user-facing error, below every layer that raises one (``objective.errors.FitError`` is this class).
 
 Every error a user can cause (a malformed file, a flag out of range, a missing input) derives from
 :class:`UserError`; a script's entry (:func:`isaaclab_sysid.utils.cli.run_cli`) prints it as one line and exits

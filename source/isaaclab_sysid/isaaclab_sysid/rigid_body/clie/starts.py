@@ -140,8 +140,8 @@ def joint_start_from_fit(path: str | Path, joint_names: Sequence[str], delay: in
     Raises:
         RigidBodyError: the file is unreadable or lacks a group (names the file and the group).
     """
-    from isaaclab_sysid.fit.param_space import GROUPS, ParamSpace
-    from isaaclab_sysid.fit.result import FitResult
+    from isaaclab_sysid.objective.param_space import GROUPS, ParamSpace
+    from isaaclab_sysid.objective.result import FitResult
     from isaaclab_sysid.fit.run_folder import RESULT_FILE
 
     path = Path(path)

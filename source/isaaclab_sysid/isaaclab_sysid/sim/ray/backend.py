@@ -262,7 +262,7 @@ class RayBackend(ReplayBackend):
         return gathered
 
     def loss(self, batch: CandidateBatch, runs: Sequence[Run], score: LossScore) -> Any:
-        """:func:`~isaaclab_sysid.fit.loss.total_loss` of every candidate, scored on the workers: only the
+        """:func:`~isaaclab_sysid.objective.loss.total_loss` of every candidate, scored on the workers: only the
         losses travel back (P x R numbers instead of every state), the same bits as scoring here.
 
         Raises:

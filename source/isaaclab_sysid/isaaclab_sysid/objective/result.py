@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.fit.adequacy_record import Adequacy
-from isaaclab_sysid.fit.loss import LossWeights
-from isaaclab_sysid.fit.param_space import BoundHit, ParamSpace
+from isaaclab_sysid.objective.adequacy_record import Adequacy
+from isaaclab_sysid.objective.loss import LossWeights
+from isaaclab_sysid.objective.param_space import BoundHit, ParamSpace
 from isaaclab_sysid.utils.json_io import read_json
 
 

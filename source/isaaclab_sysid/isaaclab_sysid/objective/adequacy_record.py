@@ -1,4 +1,4 @@
-"""The model-adequacy record a :class:`~isaaclab_sysid.fit.result.FitResult` carries (read and written with it).
+"""The model-adequacy record a :class:`~isaaclab_sysid.objective.result.FitResult` carries (read and written with it).
 
 The verdict itself is computed by :func:`isaaclab_sysid.evaluate.adequacy.assess` (docs/fit.md, "Model
 adequacy"); this module holds only the typed record, so that the objective layer can read a result file

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossBreakdown, LossWeights, WeightedLoss, run_weights, total_loss
-from isaaclab_sysid.fit.param_space import ParamSpace
-from isaaclab_sysid.fit.residuals import stacked_weighted_residuals
+from isaaclab_sysid.objective.loss import LossBreakdown, LossWeights, WeightedLoss, run_weights, total_loss
+from isaaclab_sysid.objective.param_space import ParamSpace
+from isaaclab_sysid.objective.residuals import stacked_weighted_residuals
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
 
 

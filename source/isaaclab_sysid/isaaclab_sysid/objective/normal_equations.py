@@ -5,7 +5,7 @@ The refinement's step needs only A = J^T J (p, p), g = J^T r (p,) and the loss a
 Jacobian J (M, p), M = sum over runs of T (2N + 3) samples, is needed only by the Broyden updates
 (``RefineSettings.jacobian_reuse``). :func:`stencil_normal_equations` forms A and g from the stencil's rollouts one
 run and one window of ``window`` samples at a time, with the residual definition of
-:func:`~isaaclab_sysid.fit.residuals.stacked_weighted_residuals` (same coefficients, same channels), so the (P, M)
+:func:`~isaaclab_sysid.objective.residuals.stacked_weighted_residuals` (same coefficients, same channels), so the (P, M)
 residual matrix and the (M, p) Jacobian are never held: beside the backend's rollouts, the memory is one window's
 (P, window, 2N + 3) block and the point's own residual vector (M,) (the effective sample count reads it). The sums are
 the dense ones in another order: equal to rounding (``tests/test_normal_equations.py``).
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.jacobian import Stencil
-from isaaclab_sysid.fit.loss import LossWeights, run_weights
-from isaaclab_sysid.fit.residuals import channel_terms
+from isaaclab_sysid.objective.jacobian import Stencil
+from isaaclab_sysid.objective.loss import LossWeights, run_weights
+from isaaclab_sysid.objective.residuals import channel_terms
 from isaaclab_sysid.sim.interface import RunRollout
 
 #: samples per accumulation window (a window's block is P x WINDOW x (2N + 3) floats: 1.3 MB for a 22-candidate

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.adequacy_record import NoiseFloor
+from isaaclab_sysid.objective.adequacy_record import NoiseFloor
 from isaaclab_sysid.sim.interface import CandidateBatch, RunRollout
 from isaaclab_sysid.timebase import TICK_HZ
 

@@ -7,8 +7,8 @@ For run r (T samples, N joints) and candidate p, the residual channels are
     sqrt(w_run w_x  / (T 3)) (x_sim  - x_real)     (T, 3)
 
 so that the sum of their squares is the fit's loss
-(:func:`~isaaclab_sysid.fit.loss.total_loss`) for a candidate that did not diverge (``s_q``, ``s_dq``: the
-per-joint channel scales of :class:`~isaaclab_sysid.fit.loss.LossWeights`, 1 by default).
+(:func:`~isaaclab_sysid.objective.loss.total_loss`) for a candidate that did not diverge (``s_q``, ``s_dq``: the
+per-joint channel scales of :class:`~isaaclab_sysid.objective.loss.LossWeights`, 1 by default).
 :class:`RunResiduals` holds one run's three blocks and gives the two layouts the
 consumers need: per sample (P, T, C) with C = 2N + 3 (the intervals' time-series
 statistics) and flat (P, M) (the Levenberg-Marquardt least squares).
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.loss import LossWeights, run_weights
+from isaaclab_sysid.objective.loss import LossWeights, run_weights
 from isaaclab_sysid.sim.interface import RunRollout
 
 
