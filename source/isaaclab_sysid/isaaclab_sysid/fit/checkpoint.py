@@ -14,21 +14,20 @@ from __future__ import annotations
 import base64
 import json
 import pickle
-import re
 from collections.abc import Callable
 from pathlib import Path
 
 from isaaclab_sysid.objective.result import FitResult
+from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.fit.state import FitState
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable
 
-CHECKPOINT_RE = re.compile(r"^checkpoint_(\d+)\.json$")
 FORMAT_VERSION = 2
 
 
 def checkpoint_path(log_dir: str | Path, iteration: int) -> Path:
-    return Path(log_dir) / f"checkpoint_{iteration}.json"
+    return RunFolder(Path(log_dir)).checkpoint(iteration)
 
 
 def save_checkpoint(state: FitState, result: FitResult, log_dir: str | Path) -> Path:
@@ -48,12 +47,7 @@ def save_checkpoint(state: FitState, result: FitResult, log_dir: str | Path) -> 
 
 def list_checkpoints(log_dir: str | Path) -> list[tuple[int, Path]]:
     """All ``checkpoint_<iter>.json`` in ``log_dir``, sorted by iteration."""
-    out = []
-    for p in Path(log_dir).glob("checkpoint_*.json"):
-        m = CHECKPOINT_RE.match(p.name)
-        if m:
-            out.append((int(m.group(1)), p))
-    return sorted(out)
+    return RunFolder(Path(log_dir)).checkpoints()
 
 
 def load_state(path: str | Path) -> FitState:

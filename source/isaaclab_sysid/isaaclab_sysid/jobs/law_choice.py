@@ -245,7 +245,8 @@ def forecast(objective: ReplayObjective, x0: np.ndarray, steps: int = FORECAST_S
     """(the bounded Gauss-Newton forecast of a refit's loss, the same per channel) from ``x0`` (the delay held).
 
     Each step is one batched finite-difference rollout and the bounded Gauss-Newton step from it; after the first,
-    a step is taken only where the rollout at the stepped point replays finitely and scores below the start (a law
+    a step is taken only where the rollout at the stepped point replays finitely and scores below the point before
+    it (a law
     whose shape is far from linear at its start, the Gaz sigmoid's slope, is judged after up to ``steps``
     re-linearizations, not by one linear model). None where the start does not replay finitely."""
     x = np.asarray(x0, dtype=float)

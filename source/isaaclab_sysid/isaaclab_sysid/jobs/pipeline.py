@@ -13,10 +13,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
-from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.intervals.combine import IntervalReport
 
 
@@ -49,7 +47,7 @@ def intervals_stage(options: IntervalOptions, recompute: bool = True,
     False: an existing file of the same level and method is reused)."""
     from isaaclab_sysid.export.build import FitContext, intervals_for
 
-    ctx = FitContext.load(RunFolder(Path(options.fit_dir)).path)
+    ctx = FitContext.load(options.fit_dir)
     return intervals_for(ctx, recompute, options.level, options.interval_method, options.fd_step, options.n_boot,
                          log=log, omitted=options.omitted, basins=options.basins)
 
