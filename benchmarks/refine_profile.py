@@ -51,7 +51,7 @@ def profile(csv: str, out: str, extra: list[str]) -> None:
         recs.append(dict(stage=stage["k"], iteration=rec["iteration"], phase=rec["phase"],
                          rollouts=rec["evaluations"], t=time.perf_counter() - t0,
                          rss_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
-                         separated=rec.get("separated", []), tracks=tracks))
+                         separated=rec.get("separated", []), tied=rec.get("tied", []), tracks=tracks))
         return rec
 
     R.LMRefiner.start, R.LMRefiner.step = start, step

@@ -8,7 +8,8 @@ Each case records the demo twin's hidden truth (``configs/twin/franka_demo.json`
 held-out multiband at other gains (kp 500/30) against a repeat of it with other noise (the floor). Per case:
 
 * wall time [s], CPU time [s] (steadier than wall on a shared machine), rollouts (candidate x run replays, every stage), simulated seconds (rollouts x run length),
-  Levenberg-Marquardt iterations, finite-difference Jacobians, delay tracks closed on evidence, peak RSS [GB];
+  Levenberg-Marquardt iterations, finite-difference Jacobians, delay tracks closed on evidence (separated) or as a
+  tie (tied), peak RSS [GB];
 * the delay against the truth, the median and largest relative error of armature, Coulomb friction (with the
   static group: mu_static x dynamic_ratio) and viscous friction against the truth, held-out q RMS / floor;
 * each against the reference length's figures measured in the same run (``x ref``).
@@ -90,7 +91,7 @@ def worker(spec_path: str) -> None:
     from isaaclab_sysid.jobs.fit_job import FitArgs, main_from_args
     import tyro
 
-    count = {"rollouts": 0, "sim_s": 0.0, "iterations": 0, "jacobians": 0, "separated": 0, "stops": []}
+    count = {"rollouts": 0, "sim_s": 0.0, "iterations": 0, "jacobians": 0, "separated": 0, "tied": 0, "stops": []}
 
     def counted(fn):
         def wrap(self, X, *a, **k):
@@ -116,6 +117,7 @@ def worker(spec_path: str) -> None:
         rec = orig_step(self, state)
         count["iterations"] += 1
         count["separated"] += len(rec.get("separated", []))
+        count["tied"] += len(rec.get("tied", []))
         return rec
 
     def stencils(self, tracks):
@@ -220,15 +222,15 @@ def run(size: Size, groups: str = "auto", fit_args: tuple[str, ...] = (), work: 
 
 def report(out: dict) -> str:
     lines = [f"{out.get('waveform', 'chirp')}; groups {out['groups']}; reference {out['reference']}; held-out floor {out['floor_mrad']:.4f} mrad",
-             "| case | data x | wall [s] (x ref) | CPU [s] (x ref) | sim s (x ref) | LM iterations (x ref) | Jacobians | closed delay "
-             "tracks | peak RSS [GB] (x ref) | delay (true) | median / max rel. error (max j2-7) | held-out / floor |",
+             "| case | data x | wall [s] (x ref) | CPU [s] (x ref) | sim s (x ref) | LM iterations (x ref) | Jacobians | delay tracks "
+             "separated / tied | peak RSS [GB] (x ref) | delay (true) | median / max rel. error (max j2-7) | held-out / floor |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in out["rows"]:
         lines.append(
             f"| {r['case']} | {r['data_x']:.1f} | {r['wall_s']:.1f} ({r['wall_x']:.2f}) | "
             f"{r.get('cpu_s', float('nan')):.1f} ({r.get('cpu_x', float('nan')):.2f}) | {r['sim_s']:.0f} "
             f"({r['rollouts_x']:.2f}) | {r['iterations']} ({r['iterations_x']:.2f}) | {r['jacobians']} | "
-            f"{r['separated']} | {r['peak_rss_gb']:.2f} ({r['memory_x']:.2f}) | {r['delay']} ({r['delay_true']}) | "
+            f"{r['separated']} / {r.get('tied', 0)} | {r['peak_rss_gb']:.2f} ({r['memory_x']:.2f}) | {r['delay']} ({r['delay_true']}) | "
             f"{100 * r['median_rel']:.1f} % / {100 * r['max_rel']:.0f} % ({100 * r['max_rel_j2_7']:.0f} %) | "
             f"{r['heldout_over_floor']:.2f} |")
     return "\n".join(lines)

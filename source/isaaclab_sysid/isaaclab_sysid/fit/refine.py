@@ -41,8 +41,9 @@ on a wrong delay whose error the continuous parameters absorb. A track stops
 when its relative improvement falls below ``rtol``, when the Gauss-Newton forecast of what it could still gain
 is below ``stat_tol`` on the residuals' likelihood-ratio scale (a per-sample test: the same precision against the
 noise at every recording length), when no damping value improves it, when the data already reject its delay
-(``separate_level``), or (after ``prune_after`` iterations) when its loss exceeds ``prune_ratio`` times the best
-track's.
+(``separate_level``), when even its forecast minimum could not beat the best track by a margin the data resolve
+(``tie_level``: a tie keeps the better delay and does not widen the profile), or (after ``prune_after`` iterations)
+when its loss exceeds ``prune_ratio`` times the best track's.
 
 Converged means converged (:meth:`LMRefiner.verdict`): the stage converged when its best
 track stopped on ``rtol`` or, after at least one accepted step, on the damping cap (no
@@ -127,6 +128,17 @@ class RefineSettings:
             the data reject that delay, and its track would only spend stencils reaching a loss no test accepts
             (None: off; tracks ran to ``rtol``, their budget or the 1.5x prune before).
         separate_safety: the factor on a track's forecast gain in that test (2: the forecast may be half the truth).
+        tie_level: phase 2 keeps refining a delay track only while its optimistic loss (as for ``separate_level``)
+            could still beat the best track's loss by more than chi^2_1(level) on the same scale; a track that could
+            at most tie with the best, or beat it by less than that, closes ("tied"): the data cannot tell the two
+            delays apart at that level, and the better one at that moment is kept (the interval stage's delay union,
+            intervals/delay_union.py, re-optimizes every delay it accepts at 95 % on its own, so no delay leaves the
+            interval by it). The same margin gates the widening: the profile widens past an edge only when its best
+            beat the inner neighbour's loss by more than chi^2_1(level) (on a convex delay profile the delay past the
+            edge cannot beat the best by more than the best beat that neighbour: a tie between the best and its
+            neighbour leaves nothing outside the profile to find; issue 45's 24 s chirp ran 14 phase-2 iterations on
+            delays 1 and 2, LR 0.9 apart, and widened to delay 0). None: off (tracks ran to their stops and the
+            profile widened whenever its best sat at an edge).
         chunk: roll out at most this many candidates per backend call (None: a batch in one call; 0, the default:
             one finite-difference stencil, ``n_c + 1``): the rollouts of one chunk are held at a time, so phase 2's
             stencils of several delay tracks no longer hold every track's rollouts at once (issue 45). A
@@ -156,6 +168,7 @@ class RefineSettings:
     stat_tol: float | None = 0.5
     separate_level: float | None = 0.999
     separate_safety: float = 2.0
+    tie_level: float | None = 0.95
     chunk: int | None = 0
     normal_equations: bool | None = None
     dense_limit_mb: float = 256.0
@@ -214,8 +227,8 @@ class RefineTrack:
     delay: int | None = None
     #: which start the track came from (the progress line's label): the caller's name for it, or "start k"
     start: str = ""
-    #: why the track stopped: rtol, negligible (stat_tol), rejected (damping cap), budget, diverged, pruned, separated
-    #: ("" while active)
+    #: why the track stopped: rtol, negligible (stat_tol), rejected (damping cap), budget, diverged, pruned, separated,
+    #: tied (``tie_level``) ("" while active)
     stop: str = ""
     #: accepted steps so far; relative loss decrease of the last accepted step; rejections since it
     accepted: int = 0
@@ -235,7 +248,7 @@ class RefineTrack:
     #: rollouts charged to this track this phase (its stencils and its trials): the budget's meter
     spent: int = 0
     #: the effective sample count of its residuals at its last finite-difference Jacobian (nan: none yet), the
-    #: scale of the per-sample tests (``stat_tol``, ``separate_level``)
+    #: scale of the per-sample tests (``stat_tol``, ``separate_level``, ``tie_level``)
     n_eff: float = float("nan")
     #: the Gauss-Newton forecast of the loss's remaining gain at its last finite-difference Jacobian, on the
     #: likelihood-ratio scale (``stat_tol``; nan: none yet)
@@ -244,6 +257,9 @@ class RefineTrack:
     #: holding ``J`` (``RefineSettings.normal_equations``; None otherwise)
     A: np.ndarray | None = None
     g: np.ndarray | None = None
+    #: phase 2: the track's optimistic loss (its loss less ``separate_safety`` x its forecast gain) at the last test
+    #: against the best track (nan: none yet)
+    optimistic: float = float("nan")
 
     def drop_jacobian(self) -> None:
         """Forget the Jacobian (the next iteration rolls out a stencil): a checkpoint does this (see ``__getstate__``)."""
@@ -429,7 +445,8 @@ class LMRefiner:
                 continue
             at_e = [t for _, t in prof if t.delay == e]
             if not at_e:
-                new.append(e)
+                if not self._edge_tied(b, prof, e):
+                    new.append(e)
             elif marked and not any(getattr(t, "parent", -1) == bi for t in at_e) \
                     and min(t.loss for t in at_e) > self.settings.prune_ratio * b.loss:
                 new.append(e)
@@ -514,7 +531,7 @@ class LMRefiner:
                             [lams[i] for i in idx])
         state.iteration += 1
         in_phase = state.iteration - state.phase_start
-        record["separated"] = self._separate(state)
+        record["separated"], record["tied"] = self._separate(state)
         best = state.best().loss
         if state.phase == 2 and in_phase >= s.prune_after:
             for t in state.tracks:
@@ -537,35 +554,66 @@ class LMRefiner:
         state.history.append(record)
         self._maybe_next_phase(state)
         self._maybe_widen(state)
-        record["separated"] += self._separate(state)  # the new delay tracks, on their warm-started forecast
+        sep, tied = self._separate(state)  # the new delay tracks, on their warm-started forecast
+        record["separated"] += sep
+        record["tied"] += tied
         if state.done:
             self._maybe_widen(state)
         record["iterations_left"] = self._iterations_left(state)
         self._report(state)
         return record
 
-    def _separate(self, state: RefineState) -> list[int]:
-        """Phase 2: close every active delay track whose optimistic loss the data already reject against the best
-        track (``separate_level``, :class:`RefineSettings`); returns the delays closed. The best track and tracks
-        without a Jacobian (nothing to forecast from) stay; phase 1 is never cut."""
-        s = self.settings
-        if s.separate_level is None or state.phase != 2:
-            return []
-        b = state.best()
+    def _lr_scale(self, b: RefineTrack) -> float:
+        """The likelihood-ratio scale of the per-sample tests at the best track ``b``: L_best / n_eff (nan: no
+        effective sample count yet, or no positive loss)."""
         n_eff = getattr(b, "n_eff", float("nan"))
         if not (np.isfinite(n_eff) and np.isfinite(b.loss) and b.loss > 0):
-            return []
-        thr = chi2_1(s.separate_level)
-        closed = []
+            return float("nan")
+        return b.loss / n_eff
+
+    def _separate(self, state: RefineState) -> tuple[list[int], list[int]]:
+        """Phase 2: close every active delay track whose optimistic loss the data already reject against the best
+        track (``separate_level``: "separated"), or which could at most beat the best by less than the tie margin
+        (``tie_level``: "tied"; :class:`RefineSettings`); returns the delays closed each way. The best track and
+        tracks without a Jacobian (nothing to forecast from) stay; phase 1 is never cut."""
+        s = self.settings
+        if (s.separate_level is None and s.tie_level is None) or state.phase != 2:
+            return [], []
+        b = state.best()
+        scale = self._lr_scale(b)
+        if not np.isfinite(scale):
+            return [], []
+        thr = chi2_1(s.separate_level) if s.separate_level is not None else float("inf")
+        tie = chi2_1(s.tie_level) if s.tie_level is not None else None
+        separated, tied = [], []
         for t in state.tracks:
             if not t.active or t is b or t.delay == b.delay or not self._holds_normal(t):
                 continue
             L_opt = t.loss - s.separate_safety * self.forecast_gain(t)
-            if (L_opt - b.loss) / (b.loss / n_eff) > thr:
+            t.optimistic = float(L_opt)
+            lr = (L_opt - b.loss) / scale
+            if lr > thr:
                 t.active = False
                 t.stop = "separated"
-                closed.append(t.delay)
-        return closed
+                separated.append(t.delay)
+            elif tie is not None and lr > -tie:
+                t.active = False
+                t.stop = "tied"
+                tied.append(t.delay)
+        return separated, tied
+
+    def _edge_tied(self, b: RefineTrack, prof: list[tuple[int, RefineTrack]], e: int) -> bool:
+        """Whether the profile's best ``b`` sits at an edge ``e`` (a delay not profiled yet) only by a tie: its inner
+        neighbour (the delay on the other side of ``b``) ended within chi^2_1(``tie_level``) of it on the
+        likelihood-ratio scale. On a convex delay profile the delay at ``e`` cannot then beat ``b`` by more than the
+        tie margin either (L(e) >= 2 L(b) - L(inner)), so widening to it could only find another tie. False when
+        ``tie_level`` is off, no inner neighbour was profiled, or the scale is unknown (widen as before)."""
+        s = self.settings
+        scale = self._lr_scale(b)
+        inner = [t.loss for _, t in prof if t.delay == 2 * int(b.delay) - e]
+        if s.tie_level is None or not inner or not np.isfinite(scale):
+            return False
+        return (min(inner) - b.loss) / scale <= chi2_1(s.tie_level)
 
     def forecast_gain(self, t: RefineTrack, normal: tuple[np.ndarray, np.ndarray] | None = None) -> float:
         """The Gauss-Newton forecast of how far ``t``'s loss can still fall from its Jacobian: g^T A^+ g over the free
@@ -638,7 +686,7 @@ class LMRefiner:
                 r0 = t.r
                 del R
             t.age = 0
-            if s.stat_tol is not None or s.separate_level is not None:
+            if s.stat_tol is not None or s.separate_level is not None or s.tie_level is not None:
                 t.n_eff = effective_samples(r0, self.shapes, n_c)
             t.jacobians = getattr(t, "jacobians", 0) + 1
             t.spent = getattr(t, "spent", 0) + n_c + 1
