@@ -23,6 +23,7 @@ import tyro
 from isaaclab_sysid.data import RunFormatError, read_runs
 from isaaclab_sysid.rigid_body.base_params import compute_base_parameters
 from isaaclab_sysid.rigid_body.drive_gains import DriveGainResult, Payload, identify_drive_gains
+from isaaclab_sysid.rigid_body.feasibility import mass_sentence
 from isaaclab_sysid.rigid_body.options import PipelineOptions, RigidBodyError, require, require_choice, require_number
 from isaaclab_sysid.rigid_body.pipeline import (
     IdentificationData,
@@ -458,6 +459,8 @@ def print_summary(res: RigidBodyIdentification, files: OutputFiles, t_load: floa
     print("link masses [kg] (URDF -> SDP): " + ", ".join(
         f"{n.rsplit('.', 1)[0]} {m0:.3f}->{m:.3f}"
         for n, m0, m in zip(res.base.param_names[0 : 10 * len(rec.masses) : 10], rec.prior_masses, rec.masses)))
+    if res.mass_ranges:
+        print(mass_sentence(res.mass_ranges))
     for m, r in res.heldout.pooled.items():
         print(f"held-out RMSE [{unit}] {m:>22}: " + " ".join(f"{v:.3f}" for v in r))
     print("timing [s]: " + ", ".join(f"{k} {v:.2f}" for k, v in res.timing_s.items()))

@@ -374,3 +374,131 @@ def _solve(prob: cp.Problem) -> tuple[str, list[str]]:
         if prob.status in ("optimal", "optimal_inaccurate"):
             return solver, errors
     return "none", errors
+
+
+# ------------------------------------------------------------------ what the data say of each link's mass
+#: a link's mass is fixed by the data when every mass they allow lies within this fraction of the range's middle
+#: (the issue-43 bar: masses within 10 %)
+MASS_FIXED_WITHIN = 0.10
+#: the level of the mass ranges (a profile: chi^2 with one degree of freedom)
+MASS_RANGE_LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class MassRange:
+    """The masses of one link that the data allow, against the value written (issue 43).
+
+    On a fixed-base arm a link's mass is rarely a base parameter: it enters the torque only in combinations with
+    other links' parameters, so the data fix the combinations and the SDP's prior chooses the split. The range is
+    every mass of a physically consistent standard set (the SDP's constraints) whose base parameters stay within the
+    LS estimate's confidence region: Mahalanobis distance at most the smallest any physical set reaches plus the
+    chi^2_1 quantile at :data:`MASS_RANGE_LEVEL` (a profile interval).
+
+    Attributes:
+        link: the moving body; value: its SDP mass [kg]; prior: its URDF (config) mass [kg].
+        lower, upper: the range [kg] (upper inf: the data do not bound it; nan: the solver failed).
+        bounds: the stated mass bounds (lower, upper factor x prior; None: none), which the range obeys.
+    """
+
+    link: str
+    value: float
+    prior: float
+    lower: float
+    upper: float
+    bounds: tuple[float | None, float | None] = (None, None)
+
+    @property
+    def fixed(self) -> bool:
+        """Every mass the data allow lies within :data:`MASS_FIXED_WITHIN` of the range's middle."""
+        mid = 0.5 * (self.lower + self.upper)
+        return bool(np.isfinite(mid) and mid > 0 and self.upper - self.lower <= 2 * MASS_FIXED_WITHIN * mid)
+
+    def text(self) -> str:
+        """``<link> <lower>-<upper>`` [kg] (a lower end within the SDP's margin of 0 reads 0)."""
+        up = "unbounded" if np.isinf(self.upper) else f"{self.upper:.3g}"
+        return f"{self.link} {0.0 if self.lower < 1e-3 else self.lower:.3g}-{up}"
+
+    def summary(self) -> dict:
+        return {"value": self.value, "prior": self.prior, "lower": _finite_or_none(self.lower),
+                "upper": _finite_or_none(self.upper), "fixed_by_data": self.fixed,
+                "fixed_within": MASS_FIXED_WITHIN, "level": MASS_RANGE_LEVEL, "mass_bound_factors": list(self.bounds)}
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def mass_ranges(
+    regressor: Regressor,
+    base: BaseParameters,
+    pi_b: np.ndarray,
+    cov_b: np.ndarray,
+    masses: np.ndarray,
+    eps: float = 1e-6,
+    mass_upper_factor: float | None = None,
+    mass_lower_factor: float | None = None,
+    level: float = MASS_RANGE_LEVEL,
+) -> list[MassRange]:
+    """Each link's :class:`MassRange`: the smallest and largest mass of a set under the SDP's constraints (same
+    ``eps`` and mass bounds) within the LS's confidence region (``pi_b`` (b,), ``cov_b`` (b, b): the covariance the
+    SDP used); ``masses`` (n_links,) are the SDP's values. 1 + 2 x n_links small SDPs."""
+    import scipy.stats
+
+    prior = regressor.prior()
+    bounds = (mass_lower_factor, mass_upper_factor)
+    pi = cp.Variable(regressor.n_params)
+    cons = _feasibility_constraints(regressor, pi, prior, eps, mass_upper_factor, mass_lower_factor)
+    d2 = cp.sum_squares(whitener(cov_b) @ (base.K @ pi - pi_b))
+    nearest = cp.Problem(cp.Minimize(d2), cons)
+    solver, _ = _solve(nearest)
+    out = []
+    if solver == "none":
+        return [MassRange(link, float(masses[i]), float(prior[10 * i]), np.nan, np.nan, bounds)
+                for i, link in enumerate(regressor.link_names)]
+    # one problem, its objective a parameter: canonicalized once, solved 2 x n_links times
+    c = cp.Parameter(regressor.n_params)
+    limit = float(nearest.value) + float(scipy.stats.chi2.ppf(level, 1))
+    prob = cp.Problem(cp.Minimize(c @ pi), cons + [d2 <= limit])
+    for i, link in enumerate(regressor.link_names):
+        ends = []
+        for sign in (1.0, -1.0):  # the smallest mass, then the largest (the smallest of minus it)
+            e = np.zeros(regressor.n_params)
+            e[10 * i] = sign
+            c.value = e
+            ends.append(sign * _bound(prob))
+        lower = max(ends[0], 0.0) if np.isfinite(ends[0]) else ends[0]
+        out.append(MassRange(link, float(masses[i]), float(prior[10 * i]), lower, ends[1], bounds))
+    return out
+
+
+def _bound(prob: cp.Problem) -> float:
+    """The optimum of a minimization (-inf: unbounded below, CLARABEL's certificate taken as it is; nan: no solver
+    reached one)."""
+    try:
+        prob.solve(solver="CLARABEL")
+        if "unbounded" in str(prob.status):
+            return -np.inf
+    except cp.error.SolverError:
+        pass
+    if prob.status in ("optimal", "optimal_inaccurate"):
+        return float(prob.value)
+    solver, _ = _solve(prob)
+    if solver != "none":
+        return float(prob.value)
+    return -np.inf if "unbounded" in str(prob.status) else np.nan
+
+
+def mass_sentence(ranges: list[MassRange]) -> str:
+    """One line: which masses the data fix, and the range of the others (the value written is then the prior's
+    choice among them)."""
+    fixed = [r.link for r in ranges if r.fixed]
+    free = [r for r in ranges if not r.fixed]
+    lo, up = ranges[0].bounds if ranges else (None, None)
+    stated = "" if lo is None and up is None else f" and the stated mass bounds (x[{lo}, {up}] the prior)"
+    head = (f"link masses the data{stated} fix within {100 * MASS_FIXED_WITHIN:.0f} %: "
+            + (", ".join(fixed) if fixed else "none"))
+    if not free:
+        return head
+    return (head + f"; the others enter the torque only in combinations, so the masses written for them are the "
+            f"prior's choice among those the data allow ({100 * MASS_RANGE_LEVEL:.0f} %, kg): "
+            + ", ".join(r.text() for r in free))

@@ -27,10 +27,12 @@ from isaaclab_sysid.rigid_body.drive_gains import (
 from isaaclab_sysid.rigid_body.estimate import conditioned_cov, LSResult, estimate, hac_covariance, whitener
 from isaaclab_sysid.rigid_body.feasibility import (
     AuditResult,
+    MassRange,
     Reconstruction,
     audit_mass_matrix,
     chi2_sf,
     default_domain,
+    mass_ranges,
     reconstruct_standard,
 )
 from isaaclab_sysid.rigid_body.options import PipelineOptions, RigidBodyError, flag, require
@@ -209,6 +211,8 @@ class RigidBodyIdentification:
         consistency: the SDP set against the LS estimate.
         heldout: per-joint held-out RMSE of every model.
         timing_s: step -> wall time [s].
+        mass_ranges: each link's masses the data allow (:func:`.feasibility.mass_ranges`): which of the SDP's
+            masses the data fix and which the prior chose.
     """
 
     data: IdentificationData
@@ -223,6 +227,7 @@ class RigidBodyIdentification:
     consistency: Consistency
     heldout: HeldOutScores
     timing_s: dict[str, float] = field(default_factory=dict)
+    mass_ranges: list[MassRange] = field(default_factory=list)
 
     @property
     def regressor(self) -> Regressor:
@@ -283,6 +288,10 @@ def identify(data: IdentificationData, options: PipelineOptions | None = None) -
     with _timed(timing, "sdp"):
         rec = _reconstruct(reg, base, fit, cov_hac, opt)
     consistency = _consistency(reg, base, fit, cov_hac, rec, hac_lags, opt.sdp_covariance)
+    with _timed(timing, "mass_ranges"):
+        ranges = mass_ranges(reg, base, fit.theta, sdp_covariance(fit, cov_hac, opt.sdp_covariance), rec.masses,
+                             eps=opt.sdp_eps, mass_upper_factor=opt.mass_upper_factor,
+                             mass_lower_factor=opt.mass_lower_factor)
     with _timed(timing, "audit_reconstructed"):
         audit_rec = _audit(reg, rec.pi, opt)
     with _timed(timing, "validation"):
@@ -290,7 +299,7 @@ def identify(data: IdentificationData, options: PipelineOptions | None = None) -
     return RigidBodyIdentification(
         data=data, options=opt, base=base, fit=fit, cov_hac=cov_hac, hac_lags=hac_lags, audit_ls=audit_ls,
         reconstruction=rec, audit_reconstructed=audit_rec, consistency=consistency, heldout=heldout,
-        timing_s=timing,
+        timing_s=timing, mass_ranges=ranges,
     )
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from isaaclab_sysid.utils.atomic import atomic_path, atomic_write_text
+from isaaclab_sysid.rigid_body.feasibility import mass_sentence
 
 if TYPE_CHECKING:  # type names only: the pipeline does not import this module
     from isaaclab_sysid.rigid_body.drive_gains import DriveGainResult
@@ -95,6 +96,21 @@ def summary_lines(res: RigidBodyIdentification) -> list[str]:
     ]
 
 
+def mass_section(res: RigidBodyIdentification) -> str:
+    """The link-mass table: the prior, the SDP's value, the masses the data allow and whether they fix it."""
+    reg, rec = res.regressor, res.reconstruction
+    ranges = {r.link: r for r in res.mass_ranges}
+    rows = []
+    for n, m0, m in zip(reg.link_names, rec.prior_masses, rec.masses):
+        r = ranges.get(n)
+        allow = "" if r is None else r.text().split(" ", 1)[1]
+        fixed = "" if r is None else ("yes" if r.fixed else "no: the prior's choice")
+        rows.append(f"| {n} | {m0:.3f} | {m:.3f} | {allow} | {fixed} |")
+    note = f"\n\n{mass_sentence(res.mass_ranges)}" if res.mass_ranges else ""
+    return ("## Link masses [kg]\n\n| link | URDF prior | reconstructed | the data allow | fixed by the data |\n"
+            "|---|---|---|---|---|\n" + "\n".join(rows) + note)
+
+
 def report_sections(res: RigidBodyIdentification, pngs: list[str]) -> list[str]:
     """The sections of ``report.md`` (Markdown); ``pngs``: the plots, relative to the report."""
     reg, rec, unit, held = res.regressor, res.reconstruction, res.data.unit, res.heldout
@@ -102,8 +118,7 @@ def report_sections(res: RigidBodyIdentification, pngs: list[str]) -> list[str]:
     return [
         f"# Rigid-body identification report: {reg.robot.name}",
         *summary_lines(res),
-        "## Link masses [kg]\n\n| link | URDF prior | reconstructed |\n|---|---|---|\n"
-        + "\n".join(f"| {n} | {m0:.3f} | {m:.3f} |" for n, m0, m in zip(reg.link_names, rec.prior_masses, rec.masses)),
+        mass_section(res),
         "## Held-out prediction, pooled over all runs\n\n" + markdown_table({"all held-out": held.pooled}, names, unit),
         "## Per run\n\n" + markdown_table(held.per_run, names, unit),
         *drive_gain_sections(names, res.data.drive_gains, held.loaded, unit),

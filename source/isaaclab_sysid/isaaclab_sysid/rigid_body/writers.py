@@ -244,6 +244,7 @@ def rb_params_body(res: RigidBodyIdentification, inertials: dict[str, LinkInerti
             "eps": opt.sdp_eps,
             "options": {k: getattr(opt, k) for k in SDP_OPTION_KEYS},
             "consistency": res.consistency.summary(),
+            "mass_ranges": {r.link: r.summary() for r in res.mass_ranges},
             "standard": dict(zip(reg.param_names, rec.pi.tolist())),
         },
         "audit_reconstructed": res.audit_reconstructed.summary(),
