@@ -130,10 +130,11 @@ class RefineSettings:
         separate_safety: the factor on a track's forecast gain in that test (2: the forecast may be half the truth).
         tie_level: phase 2 keeps refining a delay track only while its optimistic loss (as for ``separate_level``)
             could still beat the best track's loss by more than chi^2_1(level) on the same scale; a track that could
-            at most tie with the best, or beat it by less than that, closes ("tied"): the data cannot tell the two
-            delays apart at that level, and the better one at that moment is kept (the interval stage's delay union,
-            intervals/delay_union.py, re-optimizes every delay it accepts at 95 % on its own, so no delay leaves the
-            interval by it). The same margin gates the widening: the profile widens past an edge only when its best
+            at most tie with the best, or beat it by less than that, closes ("tied") once its own loss is within
+            chi^2_1(0.999) of the best: the data cannot tell the two delays apart at that level, and the better one at
+            that moment is kept (the interval stage's delay union, intervals/delay_union.py, re-optimizes every delay
+            whose fit track ended within 4 chi^2_1(0.95) of the best, so a delay closed as a tie is re-optimized
+            there and no delay leaves the interval by it). The same margin gates the widening: the profile widens past an edge only when its best
             beat the inner neighbour's loss by more than chi^2_1(level) (on a convex delay profile the delay past the
             edge cannot beat the best by more than the best beat that neighbour: a tie between the best and its
             neighbour leaves nothing outside the profile to find; issue 45's 24 s chirp ran 14 phase-2 iterations on
@@ -585,6 +586,11 @@ class LMRefiner:
             return [], []
         thr = chi2_1(s.separate_level) if s.separate_level is not None else float("inf")
         tie = chi2_1(s.tie_level) if s.tie_level is not None else None
+        # a tie closes a track only once its own loss is within chi^2_1(0.999) (10.8) of the best: the interval
+        # stage's delay union screens a delay out on the fit's track loss (and one Gauss-Newton step) above 4 x
+        # chi^2_1(0.95) = 15.4, so a delay closed as a tie is always re-optimized there, never dropped on the
+        # strength of a track stopped early
+        near = chi2_1(0.999)
         separated, tied = [], []
         for t in state.tracks:
             if not t.active or t is b or t.delay == b.delay or not self._holds_normal(t):
@@ -596,7 +602,7 @@ class LMRefiner:
                 t.active = False
                 t.stop = "separated"
                 separated.append(t.delay)
-            elif tie is not None and lr > -tie:
+            elif tie is not None and lr > -tie and (t.loss - b.loss) / scale <= near:
                 t.active = False
                 t.stop = "tied"
                 tied.append(t.delay)
