@@ -254,13 +254,12 @@ def predicted_gain(space: ParamSpace, sens: Sensitivity) -> float | None:
     return float(max(0.0, 1.0 - float(np.sum((r + J @ step) ** 2)) / float(r @ r)))
 
 
-def predicted_gain_normal(space: ParamSpace, sens: Sensitivity, H: np.ndarray, g: np.ndarray) -> float | None:
-    """:func:`predicted_gain` from the normal equations ``H`` = J^T J, ``g`` = J^T r (p x p, not the stacked M x p
+def bounded_step_normal(space: ParamSpace, sens: Sensitivity, H: np.ndarray, g: np.ndarray) -> np.ndarray | None:
+    """:func:`bounded_step` from the normal equations ``H`` = J^T J, ``g`` = J^T r (p x p, not the stacked M x p
     Jacobian): ``||r + J dx||^2 = r^T r + 2 g^T dx + dx^T H dx``, minimized over the same bounds by the same
     bounded least squares on a p x p factor of H (its eigen-directions above 1e-14 of the largest; g lies in
-    their span). None when H or g is not finite."""
-    rr = float(sum(np.sum(r**2) for r in sens.r))
-    if not (np.all(np.isfinite(H)) and np.all(np.isfinite(g)) and rr > 0):
+    their span). None when H or g is not finite. Memory: p x p, whatever the samples (issue 45)."""
+    if not (np.all(np.isfinite(H)) and np.all(np.isfinite(g))):
         return None
     lam, V = np.linalg.eigh(0.5 * (H + H.T))
     keep = lam > 1e-14 * max(float(lam.max()), 1e-300)
@@ -270,7 +269,15 @@ def predicted_gain_normal(space: ParamSpace, sens: Sensitivity, H: np.ndarray, g
     k = np.asarray(sens.cont)
     v = np.asarray(sens.value, dtype=float)[k]
     lo_d, hi_d = np.minimum(lo[k] - v, 0.0), np.maximum(hi[k] - v, 0.0)
-    step = lsq_linear(A, b, bounds=(lo_d, hi_d + 1e-15 * (hi_d <= lo_d))).x
+    return lsq_linear(A, b, bounds=(lo_d, hi_d + 1e-15 * (hi_d <= lo_d))).x
+
+
+def predicted_gain_normal(space: ParamSpace, sens: Sensitivity, H: np.ndarray, g: np.ndarray) -> float | None:
+    """:func:`predicted_gain` from the normal equations (:func:`bounded_step_normal`)."""
+    rr = float(sum(np.sum(r**2) for r in sens.r))
+    step = bounded_step_normal(space, sens, H, g) if rr > 0 else None
+    if step is None:
+        return None
     return float(max(0.0, -float(2.0 * g @ step + step @ H @ step) / rr))
 
 
