@@ -3,7 +3,9 @@
 
 1. identify_rigid_body.py with the default (hand) config: the verdict's first cause, tested and ranked, is the
    missing hand, with the flag that fixes it;
-2. with --robot franka_panda_nohand: usable, the masses near the truth, nominal_inertials.json loads;
+2. with --robot franka_panda_nohand: usable, nominal_inertials.json loads; each link mass the data fix is within 10 %
+   of the truth, each they do not fix (a link mass enters the torque only in combinations) is said to be the prior's
+   choice, with the masses the data allow (the truth among them);
 3. the torque replay with the same --robot, --nominal from 2 and --x0 from seed_fit (the LS joint terms and offsets):
    no torque bias flagged, no value at a bound, the delay exact, and its held-out window RMS below the LS model's
    (the seed replayed as it is).
@@ -62,21 +64,33 @@ def test_the_handless_franka_journey(twin, tmp_path):
     assert first["text"].startswith("the arm carried no hand") and first["fix"].startswith("--robot franka_panda_nohand")
     assert "warning: the arm carried no hand" in out and "fix: --robot franka_panda_nohand" in out
 
-    # 2. with the flag: usable, nothing to warn, the masses near the truth, the file loads
+    # 2. with the flag: usable, nothing to warn, the file loads; the masses the data fix are within 10 % of the truth,
+    # the others are said to be the prior's choice, with the range the data allow (the truth inside it)
     rb = tmp_path / "rb"
     res, files, out = _identify(twin, rb, "franka_panda_nohand")
-    v = json.loads(files.rb_params.read_text())["verdict"]
+    body = json.loads(files.rb_params.read_text())
+    v = body["verdict"]
     assert v["usable"] is True and not v["warnings"] and "warning:" not in out
     assert all(c["status"] != "supported" for c in v["causes"])
     got = load_nominal(rb / "nominal_inertials.json")
     err = {n: got[n].mass / twin.truth[n].mass - 1 for n in got}
     print("  masses, identified / true - 1: " + ", ".join(f"{n.split('_')[-1]} {100 * e:+.1f} %" for n, e in err.items()))
-    assert abs(err["panda_link7"]) < 0.10
-    identifiable = [err[n] for n in ("panda_link3", "panda_link4", "panda_link5", "panda_link6", "panda_link7")]
-    assert np.median(np.abs(identifiable)) < 0.10
+    ranges = body["reconstruction"]["mass_ranges"]
+    print("  " + next(line for line in out.splitlines() if line.startswith("link masses the data fix")))
+    said = out.split("the prior's choice among those the data allow", 1)[-1]
+    for n, r in ranges.items():
+        true = twin.truth[n].mass
+        assert r["lower"] <= true and (r["upper"] is None or true <= r["upper"]), (n, true, r)
+        if r["fixed_by_data"]:
+            assert abs(err[n]) < 0.10, (n, err[n])
+        else:
+            assert f"{n} " in said, n  # flagged: its value is not claimed
 
     # 3. the torque replay: --robot, --nominal, --x0 from the LS (offsets included: the LS's gravity is inertials
-    # and offsets together, docs/rigid_body.md)
+    # and offsets together, docs/rigid_body.md; seed_fit.py says so). Its adequacy verdict stays misfit (held-out
+    # 2.2x the fit, joint 7): the nominal inertials it holds fixed are a few mN m off on the light wrist (mostly
+    # link 7's gravity), which a 0.4 s window turns into mrad; with the true inertials the same joint terms score
+    # 1.60 against 1.25 mrad (docs/rigid_body.md, "Proofs"). Printed, not asserted.
     seed = write_seed(tmp_path / "seed.json", build_seed(rb / "rb_params.json", res.regressor.robot.joint_names))
     run_dir = run_fit(_fit_args(twin, tmp_path / "fit", nominal=str(rb), x0=str(seed),
                                 fit_groups="armature,friction,viscous,delay,torque_offset"), log=lambda s: None)
