@@ -157,7 +157,8 @@ def assess(
     bad = False
     if ratio is not None and ratio > limits.max_heldout_ratio:
         bad = True
-        msgs.append(_heldout_message(ratio, held_s, limits))
+        msgs.append(_heldout_message(ratio, held_s, limits,
+                                     torque=any(r.meta.controller == "torque" for r in runs[n_fit:])))
     if over > limits.max_floor_ratio:
         bad = True
         what = {"given": "the given noise floor", "repeats": "the noise floor measured from the repeats",
@@ -205,7 +206,9 @@ _SOURCE_WORDS = {"given": "given", "estimated": "estimated", "repeats": "repeat-
                  "shooting": "start-state drift"}
 
 
-def _heldout_message(ratio: float, held: list[RunResidualStats], limits: AdequacyLimits) -> str:
+def _heldout_message(ratio: float, held: list[RunResidualStats], limits: AdequacyLimits, torque: bool = False) -> str:
+    """The held-out line: the worst joints and the suspect the evidence names. ``torque``: the held-out runs are
+    torque replays, whose link inertials the fit holds fixed (they are a suspect the fit runs cannot clear)."""
     q = np.sqrt(np.mean([np.square(s.q_rms_mrad) for s in held], axis=0))
     worst = [int(j) + 1 for j in np.argsort(q)[::-1][:4] if q[j] >= 0.5 * q.max()]
     text = f"held-out error is {ratio:.1f}x the fit error, worst on joints {'/'.join(map(str, sorted(worst)))}"
@@ -214,6 +217,11 @@ def _heldout_message(ratio: float, held: list[RunResidualStats], limits: Adequac
         joints = sorted({j for s in held for j in s.self_motion_joints})
         text += (f", {100 * float(np.mean(shares)):.0f} % of it in self-motion (joints {'/'.join(map(str, joints))}): "
                  "consider static friction (--fit_groups armature,mu_static,dynamic_ratio,viscous,delay) or a null-space term")
+    elif torque:
+        text += (": a torque replay holds the link inertials fixed (the robot config's, or --nominal's), and an "
+                 "inertial error that depends on the posture (the wrist's gravity most) shows on a run in other poses "
+                 "before it shows on the fit runs; compare the rigid-body step's torque prediction on this run (scripts/identify_rigid_body.py with it "
+                 "in --heldout) and identify on more poses (docs/rigid_body.md) before a richer friction law")
     else:
         text += ": the model misses something the held-out run exercises (other gains or waveform)"
     return text
