@@ -1,8 +1,9 @@
-"""Walk the fit job's arguments: which package functions receive the ``FitArgs`` (or one of its option groups), in
-the order a fit calls them, and how often the walk climbs back up a layer.
+"""Walk the fit job's arguments: which package functions receive the ``FitArgs`` (or one of its option groups, or the
+problem record built from them), in the order a fit calls them, and how often the walk climbs back up a layer.
 
 A *stop* is a call of a package function that gets the fit's options object (``FitArgs`` or one of its nested
-configs) as an argument; consecutive calls of the same function are one stop. A stop *climbs* when its module sits
+configs, or a record holding one of them: the ``ProblemRecord`` of ``FitArgs.problem``) as an argument; consecutive
+calls of the same function are one stop. A stop *climbs* when its module sits
 in a higher layer than the stop before it (the layers of ``benchmarks/import_graph.py``). ``fit_job.py`` revisits
 count how often the walk comes back to ``jobs/fit_job.py`` after leaving it. Measured on a CI-size fit of one
 bundled run with the fit's default groups (nothing is timed)::
@@ -47,11 +48,19 @@ def _option_objects(args) -> set[int]:
     return out
 
 
+def _holds(value, ids: set[int]) -> bool:
+    """``value`` is one of the options objects, or a dataclass holding one (the problem record of its sections)."""
+    if id(value) in ids:
+        return True
+    return (dataclasses.is_dataclass(value) and not isinstance(value, type)
+            and any(id(getattr(value, f.name)) in ids for f in dataclasses.fields(value)))
+
+
 def walk(argv: list[str]) -> list[tuple[str, str]]:
     """(module path relative to the package, function) of every stop, in call order."""
     import tyro
 
-    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.jobs.fit_args import FitArgs
     from isaaclab_sysid.jobs.fit_job import run_fit
 
     args = tyro.cli(FitArgs, args=argv, use_underscores=True)
@@ -66,7 +75,7 @@ def walk(argv: list[str]) -> list[tuple[str, str]]:
             return
         ids = _option_objects(args)  # --resume may swap the object: re-read every call (cheap at this size)
         names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-        if any(id(frame.f_locals.get(n)) in ids for n in names):
+        if any(_holds(frame.f_locals.get(n), ids) for n in names):
             stop = (str(Path(code.co_filename).relative_to(pkg)), code.co_name)
             if not stops or stops[-1] != stop:
                 stops.append(stop)

@@ -29,7 +29,7 @@ import tyro
 from isaaclab_sysid.benchmarking import peers
 from isaaclab_sysid.data import write_run
 from isaaclab_sysid.fit.run_folder import EVAL_RESULT_FILE
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import RESULT_FILE
 from isaaclab_sysid.jobs.fit_job import run_fit

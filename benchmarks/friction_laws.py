@@ -101,7 +101,7 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
     from pathlib import Path
 
     from isaaclab_sysid.data import write_run
-    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.jobs.fit_args import FitArgs
     from isaaclab_sysid.fit.run_folder import RESULT_FILE
     from isaaclab_sysid.jobs.fit_job import run_fit
     from isaaclab_sysid.fit.run_folder import LAW_CHOICE_FILE

@@ -30,7 +30,7 @@ PKG = "isaaclab_sysid"
 
 LAYERS = ("base", "data", "robots", "ingest", "sim", "objective", "fit", "stage", "jobs")
 #: fit/ modules that are the objective layer (the rest of fit/ is the search layer)
-OBJECTIVE = {"replay_facts", "tracking", "config", "state_age_source", "torque_replay", "run_folder"}
+OBJECTIVE = {"replay_facts", "tracking", "state_age_source", "torque_replay", "run_folder"}
 UNIT_LAYER = {
     "__init__": "base", "timebase": "base", "paths": "base", "utils": "base",
     "data": "data",

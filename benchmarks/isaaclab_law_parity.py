@@ -30,7 +30,7 @@ import friction_laws  # noqa: E402  (the law twins: TRUTHS, twin())
 from isaaclab_sysid.data.formats.csv_run import write_run  # noqa: E402
 from isaaclab_sysid.export.build import FitContext, export, intervals_for  # noqa: E402
 from isaaclab_sysid.export.ranges import RangePolicy  # noqa: E402
-from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
+from isaaclab_sysid.jobs.fit_args import FitArgs  # noqa: E402
 from isaaclab_sysid.fit.outputs import write_config  # noqa: E402
 from isaaclab_sysid.fit.problem import build_space  # noqa: E402
 from isaaclab_sysid.objective.result import FitResult  # noqa: E402
@@ -76,12 +76,12 @@ def fit_folder(root: Path, law: str, fit_s: float, heldout_s: float) -> Path:
         args.runs.real_csv.append(str(write_run(r, d / "runs" / f"{r.name}.csv")[0]))
     for r in held:
         args.runs.heldout_csv.append(str(write_run(r, d / "runs" / f"{r.name}.csv")[0]))
-    space = build_space(args, robot.joint_names, robot.config)
+    space = build_space(args.problem, robot.joint_names, robot.config)
     x = space.normalize({k: np.asarray(v) for k, v in values.items()})
     result = FitResult.from_search(space, x, 0.0, run_names=[r.name for r in runs], weighted_loss=np.zeros(len(runs)),
                                    traj_weights=np.ones(len(runs)))
     RunFolder(d).write_result(result)
-    write_config(d, args.to_dict())
+    write_config(d, args.problem.to_dict(), args.job_dict())
     return d
 
 

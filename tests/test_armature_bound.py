@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.objective.param_space import ParamSpace
 from isaaclab_sysid.fit.problem import build_space
 from isaaclab_sysid.objective.result import FitResult
@@ -25,7 +25,7 @@ def test_the_config_bound_is_the_default_box_and_a_flag_overrides_it():
     # 0.02 s^2 x the torque limit (Franka publishes no rotor inertia): a wrist cannot reflect 0.5 kg m^2
     assert np.allclose(cfg.armature_max, 0.02 * np.asarray(cfg.torque_limit)) and "rule" in cfg.armature_max_source
     assert max(cfg.armature_max[4:]) < 0.5
-    space = build_space(FitArgs.build(real_csv=["x.csv"]), franka.joint_names, cfg)
+    space = build_space(FitArgs.build(real_csv=["x.csv"]).problem, franka.joint_names, cfg)
     hi = space.bounds()[1][space.slice("armature")]
     assert np.allclose(hi, cfg.armature_max)
     assert np.allclose(space.decode(np.ones(space.dim))["armature"], cfg.armature_max)
@@ -39,9 +39,9 @@ def test_the_config_bound_is_the_default_box_and_a_flag_overrides_it():
     assert np.allclose(again.bounds()[1], space.bounds()[1])
     assert again.group("armature").joint_upper_source == space.group("armature").joint_upper_source
     # an explicit flag is used as given; a config without the bound keeps the generic default
-    flag = build_space(FitArgs.build(real_csv=["x.csv"], armature_bounds=(0.0, 1.0)), franka.joint_names, cfg)
+    flag = build_space(FitArgs.build(real_csv=["x.csv"], armature_bounds=(0.0, 1.0)).problem, franka.joint_names, cfg)
     assert np.allclose(flag.bounds()[1][flag.slice("armature")], 1.0)
-    assert np.allclose(build_space(FitArgs.build(real_csv=["x.csv"]), franka.joint_names).bounds()[1][:7], 0.5)
+    assert np.allclose(build_space(FitArgs.build(real_csv=["x.csv"]).problem, franka.joint_names).bounds()[1][:7], 0.5)
     ur = load_robot_config("ur10e")
     assert np.allclose(ur.armature_max, 0.02 * np.asarray(ur.torque_limit), rtol=0.02)
 

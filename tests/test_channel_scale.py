@@ -66,8 +66,8 @@ def test_scales_survive_the_result_file_and_refuse_nonsense():
 def test_the_flag_reaches_the_problem_and_the_result_file(tmp_path):
     from pathlib import Path
 
-    from isaaclab_sysid.fit.config import FitArgs
-    from isaaclab_sysid.fit.problem import build_problem
+    from isaaclab_sysid.jobs.fit_args import FitArgs
+    from isaaclab_sysid.jobs.fit_args import resolve_problem
     from isaaclab_sysid.objective.result import FitResult
     from isaaclab_sysid.fit.run_folder import RESULT_FILE
     from isaaclab_sysid.jobs.fit_job import run_fit
@@ -75,7 +75,7 @@ def test_the_flag_reaches_the_problem_and_the_result_file(tmp_path):
     csv = sorted(str(p) for p in (Path(__file__).resolve().parents[1] / "data" / "real_runs").glob("*.csv"))[:1]
     flags = dict(real_csv=csv, log_dir=str(tmp_path), num_envs=4, max_iter=1, refine_iter=1, plots=False, quiet=True,
                  strategy="cmaes")
-    plain = build_problem(FitArgs.build(**flags), log=lambda _s: None)
+    plain = resolve_problem(FitArgs.build(**flags), log=lambda _s: None)
     assert plain.weights.q_scale is None
     out = run_fit(FitArgs.build(channel_scale="rms", **flags), log=lambda _s: None)
     res = FitResult.read(out / RESULT_FILE)

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from isaaclab_sysid.data import read_run, write_run  # noqa: E402
-from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
+from isaaclab_sysid.jobs.fit_args import FitArgs  # noqa: E402
 from isaaclab_sysid.objective.errors import FitError  # noqa: E402
 from isaaclab_sysid.objective.loss import LossWeights, WeightedLoss, total_loss  # noqa: E402
 from isaaclab_sysid.jobs.fit_job import run_fit  # noqa: E402
@@ -142,10 +142,10 @@ def test_rollouts_split_over_workers_equal_local_bit_for_bit(cluster, twin_csvs)
     P = 7  # slices of 3 and 4 candidates
     batch = CandidateBatch(armature=rng.uniform(0.02, 0.4, (P, N)), friction=rng.uniform(0, 1.5, (P, N)),
                            viscous=rng.uniform(0, 1, (P, N)), delay=rng.integers(0, 4, P))
-    local = build_backend(FitArgs.build(), robot).rollout(batch, [run])[0]
+    local = build_backend(FitArgs.build().problem, robot).rollout(batch, [run])[0]
     put = []
     for workers in (1, 2):
-        be = build_backend(FitArgs.build(cluster="ray", ray_workers=workers), robot, log=lambda s: None)
+        be = build_backend(FitArgs.build(cluster="ray", ray_workers=workers).problem, robot, log=lambda s: None)
         assert be.name == "mujoco" and len(be.workers) == workers
         (out,) = be.rollout(batch, [run])
         assert len(be.stats.last_compute_s) == workers
@@ -190,12 +190,12 @@ def test_hung_worker_is_timed_out_and_its_slice_rerun(cluster, twin_csvs):
     robot = load_robot("franka_panda")
     batch = CandidateBatch(armature=np.full((4, N), 0.1), friction=np.linspace(0, 1, 4 * N).reshape(4, N),
                            viscous=np.full((4, N), 0.3), delay=np.arange(4))
-    local = build_backend(FitArgs.build(), robot).rollout(batch, [run])[0]
+    local = build_backend(FitArgs.build().problem, robot).rollout(batch, [run])[0]
     lines: list[str] = []
     # start the pool under a generous limit first (a loaded 2-core machine takes more than 3 s to start a worker);
     # the 3 s backend below reuses its workers, so its limit times out the hung slice, not the start
-    build_backend(FitArgs.build(cluster="ray", ray_workers=2, ray_timeout_s=120.0), robot)
-    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2, ray_timeout_s=3.0), robot, log=lines.append)
+    build_backend(FitArgs.build(cluster="ray", ray_workers=2, ray_timeout_s=120.0).problem, robot)
+    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2, ray_timeout_s=3.0).problem, robot, log=lines.append)
     hung = be.workers[0].pid
     os.kill(hung, signal.SIGSTOP)  # alive, holds its CPU, never answers
     try:
@@ -250,8 +250,8 @@ def test_every_friction_law_runs_on_the_workers_bit_for_bit(cluster, twin_csvs):
             dict(sigmoid_amplitude=0.5 * one, sigmoid_slope=8.0 * one, sigmoid_offset=0.02 * one),
             dict(friction=0.3 * one, load_friction_motor=0.05 * one, load_friction_external=0.03 * one),
             dict(friction=0.3 * one, presliding_stiffness=200.0 * one)]
-    local_be = build_backend(FitArgs.build(), robot)
-    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2), robot, log=lambda s: None)
+    local_be = build_backend(FitArgs.build().problem, robot)
+    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2).problem, robot, log=lambda s: None)
     for kw in laws:
         batch = CandidateBatch(armature=0.1 * one, viscous=0.3 * one, delay=np.array([1, 2]), **kw)
         (out,), (local,) = be.rollout(batch, [run]), local_be.rollout(batch, [run])
@@ -265,8 +265,8 @@ def test_servo_motor_model_runs_on_the_workers_bit_for_bit(cluster):
     from test_servo_motor import batch as servo_batch, servo_run
 
     robot = load_robot("bam_pendulum_xl330")
-    local_be = build_backend(FitArgs.build(), robot)
-    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2), robot, log=lambda s: None)
+    local_be = build_backend(FitArgs.build().problem, robot)
+    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2).problem, robot, log=lambda s: None)
     b = servo_batch()
     b = CandidateBatch(**{g: np.concatenate([getattr(b, g), 1.1 * getattr(b, g)]) for g in b.groups()})
     b.delay = np.array([3, 2])
@@ -289,8 +289,8 @@ def test_state_age_model_runs_on_the_workers_and_matches_local(cluster):
     assert not run.is_1khz
     batch = CandidateBatch(armature=np.full((3, N), 0.1), friction=np.full((3, N), 0.2), viscous=np.full((3, N), 0.3),
                            delay=np.array([0, 1, 2]))
-    local = build_backend(FitArgs.build(state_age_ms=10), robot).rollout(batch, [run])[0]
-    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2, state_age_ms=10), robot, log=lambda s: None)
+    local = build_backend(FitArgs.build(state_age_ms=10).problem, robot).rollout(batch, [run])[0]
+    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2, state_age_ms=10).problem, robot, log=lambda s: None)
     (out,) = be.rollout(batch, [run])
     assert out.q.shape == local.q.shape == (3, run.n_samples, N)
     np.testing.assert_array_equal(out.q, local.q)
@@ -308,11 +308,11 @@ def test_a_torque_disturbance_runs_on_the_workers_and_matches_local(cluster, twi
     robot = load_robot("franka_panda")
     batch = CandidateBatch(armature=np.full((3, N), 0.1), friction=np.full((3, N), 0.2), viscous=np.full((3, N), 0.3),
                            delay=np.array([0, 1, 2]))
-    local_be = build_backend(FitArgs.build(), robot)
+    local_be = build_backend(FitArgs.build().problem, robot)
     ticks = local_be.options.warmup_ticks + int(run.sample_ticks()[-1]) + 2
     dist = [0.05 * np.random.default_rng(3).standard_normal((ticks, N))]
     local = local_be.rollout(batch, [run], disturbance=dist)[0]
-    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2), robot, log=lambda s: None)
+    be = build_backend(FitArgs.build(cluster="ray", ray_workers=2).problem, robot, log=lambda s: None)
     (out,) = be.rollout(batch, [run], disturbance=dist)
     np.testing.assert_array_equal(out.q, local.q)
     assert np.abs(out.q - be.rollout(batch, [run])[0].q).max() > 1e-6  # the disturbance acted

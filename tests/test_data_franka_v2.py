@@ -15,10 +15,10 @@ import pytest
 from isaaclab_sysid.data import RunFormatError, read_run, write_run
 from isaaclab_sysid.data.formats.franka_v2 import read_franka_pieces, write_franka_run
 from isaaclab_sysid.data.run import ImpedanceLaw
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.jobs.fit_job import run_fit
-from isaaclab_sysid.fit.problem import build_problem
+from isaaclab_sysid.jobs.fit_args import resolve_problem
 from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.twin.demo import task_target
@@ -314,7 +314,7 @@ def test_same_twin_in_schema1_and_schema2_gives_the_same_fit(twin, tmp_path):
     write_run(twin, tmp_path / "s1" / "twin.csv")
     write_franka_run(twin, tmp_path / "s2" / "twin.csv")
     with pytest.raises(FitError) as exc:
-        build_problem(FitArgs.build(real_csv=[str(tmp_path / "s2" / "twin.csv")]), log=lambda s: None)
+        resolve_problem(FitArgs.build(real_csv=[str(tmp_path / "s2" / "twin.csv")]), log=lambda s: None)
     msg = str(exc.value)
     for flag in ("--orientation_error", "--coriolis_compensation", "--ee_offset", "--torque_limit", "--torque_rate_limit"):
         assert flag in msg
@@ -323,8 +323,8 @@ def test_same_twin_in_schema1_and_schema2_gives_the_same_fit(twin, tmp_path):
     np.testing.assert_array_equal(r1.best_x, r2.best_x)
     assert r1.best_score == r2.best_score
     # config.json states the EE point and the limits used
-    assert c2["args"]["replay"]["ee_offset"] == [0.0, 0.0, 0.0]
-    assert c2["args"]["replay"]["torque_rate_limit"] == [800.0] * 7 and c2["args"]["replay"]["slew_limit"] is True
+    assert c2["problem"]["replay"]["ee_offset"] == [0.0, 0.0, 0.0]
+    assert c2["problem"]["replay"]["torque_rate_limit"] == [800.0] * 7 and c2["problem"]["replay"]["slew_limit"] is True
 
 
 def test_ee_point_of_the_real_controller_matters_and_is_recorded(robot, tmp_path):
@@ -341,7 +341,7 @@ def test_ee_point_of_the_real_controller_matters_and_is_recorded(robot, tmp_path
     assert rms["tcp"] < 1e-9 and rms["hand"] > 1e-3, rms
     args = FitArgs.build(real_csv=[str(tmp_path / "tcp.csv")], **{**FLAGS, "ee_offset": (0.0, 0.0, 0.1034)})
     lines: list[str] = []
-    problem = build_problem(args, log=lines.append)
+    problem = resolve_problem(args, log=lines.append)
     assert problem.robot.config.ee_offset == (0.0, 0.0, 0.1034)
     assert any("EE frame: panda_hand + [0, 0, 0.1034] m (--ee_offset)" in s for s in lines)
     assert args.to_dict()["replay"]["ee_offset"] == [0.0, 0.0, 0.1034]

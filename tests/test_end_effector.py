@@ -156,11 +156,11 @@ def test_with_the_flag_usable_masses_near_the_truth_and_the_fit_takes_the_file(n
     assert abs(got["panda_link7"].mass / true["panda_link7"].mass - 1) < 0.10, got["panda_link7"].mass
     with_body_inertials(load_robot("franka_panda_nohand"), got).build_mujoco()
     # the fit's robot: the same --robot and --nominal (fit/problem.build_robot, as sysid_franka_osc.py builds it)
-    from isaaclab_sysid.fit.config import FitArgs, ReplayConfig
+    from isaaclab_sysid.jobs.fit_args import FitArgs, ReplayConfig
     from isaaclab_sysid.fit.problem import build_robot
 
     args = FitArgs(replay=ReplayConfig(robot="franka_panda_nohand", nominal=str(rb)))
-    robot = build_robot(args, read_runs([paths[2]]))
+    robot = build_robot(args.problem, read_runs([paths[2]]))
     assert robot.name == "franka_panda_nohand" and _lumped7(robot) == pytest.approx(got["panda_link7"].mass, rel=1e-9)
     # a config of another arm is still refused against the sidecar
     other = tmp_path / "other.toml"

@@ -23,7 +23,7 @@ from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.data.run import ImpedanceLaw
 from isaaclab_sysid.export import mjcf
 from isaaclab_sysid.export.build import ExportError, FitContext, export_mjcf
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.fit.outputs import write_config
 from isaaclab_sysid.fit.problem import build_space
 from isaaclab_sysid.objective.result import FitResult
@@ -89,12 +89,12 @@ def _fit_dir(tmp: Path, robot_name: str, values: dict, groups: str, runs, heldou
         args.params.mu_static_bounds, args.params.encoder_offset_bounds = (0.0, 0.3), (-0.08, 0.08)
         args.params.delay_bounds = (0, 12)
     robot = load_robot(robot_name)
-    space = build_space(args, robot.joint_names, robot.config)
+    space = build_space(args.problem, robot.joint_names, robot.config)
     x = space.normalize({k: np.asarray(v) for k, v in values.items()})
     result = FitResult.from_search(space, x, 0.0, run_names=[r.name for r in runs], weighted_loss=np.zeros(len(runs)),
                                    traj_weights=np.ones(len(runs)))
     RunFolder(d).write_result(result)
-    write_config(d, args.to_dict())
+    write_config(d, args.problem.to_dict(), args.job_dict())
     return d
 
 

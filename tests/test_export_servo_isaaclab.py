@@ -124,7 +124,7 @@ def test_servo_effort_limit_follows_the_fits_torque_limit_flag(exported):
     paths, _, robot = exported
     ctx = FitContext.load(paths["module"].parent.parent / "fit_so101")
     assert servo_effort_limit(ctx) == pytest.approx(list(robot.tau_max))
-    ctx.args.replay.torque_limit = (1.5,)
+    ctx.record.replay.torque_limit = (1.5,)
     assert servo_effort_limit(ctx) == pytest.approx([1.5] * 6)
     assert np.all(np.isfinite(robot.tau_max))
 

@@ -99,7 +99,7 @@ def test_fit_outputs_and_eval_params(tmp_path, twin_csvs):
               "convergence.png", "real_vs_sim_mb.png", "rms_per_joint.png"):
         assert (run_dir / f).is_file(), f
     cfg = json.loads((run_dir / "config.json").read_text())
-    assert cfg["args"]["search"]["num_envs"] == 8 and cfg["packages"]["cma"] and "commit" in cfg["git"]
+    assert cfg["job"]["search"]["num_envs"] == 8 and cfg["packages"]["cma"] and "commit" in cfg["git"]
     assert cfg["robot"] == "franka_panda"
     res = json.loads((run_dir / "sysid_best_params.json").read_text())
     dec = res["best_params_decoded"]

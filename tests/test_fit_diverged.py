@@ -44,8 +44,7 @@ def test_delay_bound_400_diverges_exits_4_and_writes_no_result(tmp_path):
     assert delay > 100, delay  # the cube's centre region of [0, 400] ticks: a quarter second and more
 
     # the cause is the delay: the same candidate with a 2-tick delay replays without diverging
-    args = RunFolder(run_dir).read_args()
-    problem = build_problem(args, log=lambda s: None)
+    problem = build_problem(RunFolder(run_dir).read_problem(), log=lambda s: None)
     x = np.asarray(ckpt["best_params"], dtype=float)
     X = np.stack([x, problem.space.with_delay(x, 2)])
     (ro,) = problem.backend.rollout(problem.space.to_batch(X), problem.runs)

@@ -15,7 +15,7 @@ pytest.importorskip("isaaclab_sysid.twin.recorder")
 
 from isaaclab_sysid.benchmarking.peers import twin  # noqa: E402
 from isaaclab_sysid.data import write_run  # noqa: E402
-from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
+from isaaclab_sysid.jobs.fit_args import FitArgs  # noqa: E402
 from isaaclab_sysid.objective.result import FitResult  # noqa: E402
 from isaaclab_sysid.fit.run_folder import LAW_CHOICE_FILE, RESULT_FILE  # noqa: E402
 from isaaclab_sysid.jobs.fit_job import run_fit  # noqa: E402

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.data.run import ImpedanceLaw
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.objective.errors import FitError
-from isaaclab_sysid.fit.problem import check_args
+from isaaclab_sysid.fit.problem import check_record
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.sim.friction import LAWS, batch_law, expand_law_aliases, law_of_groups
@@ -152,7 +152,7 @@ def test_fit_groups_take_law_names_and_refuse_incomplete_laws():
                         ("armature,load,dahl", "one friction law")):
         args.params.fit_groups = groups
         with pytest.raises(FitError, match=msg):
-            check_args(args)
+            check_record(args.problem)
 
 
 def test_backends_without_a_law_refuse_it_in_one_line():

@@ -45,7 +45,7 @@ def test_fit_cli_runs_with_isaaclab_backend(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (run_dir,) = list(log_dir.iterdir())
     cfg = json.loads((run_dir / "config.json").read_text())
-    assert cfg["args"]["replay"]["backend"] == "isaaclab" and cfg["args"]["replay"]["device"] == "cpu"
+    assert cfg["problem"]["replay"]["backend"] == "isaaclab" and cfg["problem"]["replay"]["device"] == "cpu"
     best = json.loads((run_dir / "sysid_best_params.json").read_text())
     dec = best["best_params_decoded"]
     assert len(dec["armature"]) == 7 and np.isfinite(best["best_score"])

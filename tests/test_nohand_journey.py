@@ -20,7 +20,7 @@ import json
 import numpy as np
 import pytest
 
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.rigid_body.cli import IdentifyArgs, run
@@ -99,6 +99,8 @@ def test_the_handless_franka_journey(twin, tmp_path):
     print(f"  torque replay: verdict {fit.adequacy.verdict}; armature {np.round(fit.values['armature'], 3)} "
           f"(truth {TRUTH.armature}); offsets {np.round(fit.values['torque_offset'], 3)}")
     assert not any("constant torque bias" in m for m in msgs), msgs
+    held_line = [m for m in msgs if m.startswith("held-out error")]  # a held-out misfit names the fixed inertials
+    assert all("holds the link inertials fixed" in m for m in held_line), held_line
     assert not fit.at_bounds(), fit.at_bounds()
     assert int(fit.values["delay"]) == DELAY
     arm_err = np.abs(np.asarray(fit.values["armature"]) - TRUTH.armature) / TRUTH.armature

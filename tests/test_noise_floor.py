@@ -18,7 +18,7 @@ from isaaclab_sysid.evaluate.noise_floor import (
     repeat_noise_floor,
     resolve_noise_floor,
 )
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.paths import REAL_RUNS_DIR
 from isaaclab_sysid.sim.interface import RunRollout

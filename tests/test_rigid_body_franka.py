@@ -86,11 +86,11 @@ def test_franka_runs_identify_base_parameters_and_torque(franka):
     assert set(inert_files) == set(nominal.link_names) and robot2.n_dof == 7
     # the replay fit's --nominal gives each moving body the file's inertials, the hand merged into link 7 once
     from isaaclab_sysid.arm_model import ArmModel
-    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.jobs.fit_args import FitArgs
     from isaaclab_sysid.fit.problem import build_robot
     from isaaclab_sysid.data import read_run
 
-    fit_robot = build_robot(FitArgs.build(real_csv=[str(paths[0])], nominal=str(out / "nominal_inertials.json")),
+    fit_robot = build_robot(FitArgs.build(real_csv=[str(paths[0])], nominal=str(out / "nominal_inertials.json")).problem,
                             [read_run(paths[0])])
     bodies = ArmModel(fit_robot).body_inertials()
     for link, li in inert_files.items():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from isaaclab_sysid.data.run import Run, RunMeta
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.fit.problem import build_space
 from isaaclab_sysid.robots import load_robot
@@ -143,11 +143,11 @@ def test_servo_runs_refused_without_the_motor_model(bench):
 
 def test_fit_space_for_servo_runs():
     names = ("servo",)
-    auto = build_space(FitArgs.build(real_csv=["x.csv"]), names, servo=True, log=lambda s: None)
+    auto = build_space(FitArgs.build(real_csv=["x.csv"]).problem, names, servo=True, log=lambda s: None)
     for g in ("motor_kt", "motor_r", "encoder_offset", "armature", "friction"):
         assert g in auto.group_names
     with pytest.raises(FitError, match="motor_kt and motor_r"):
-        build_space(FitArgs.build(real_csv=["x.csv"], fit_groups="armature,friction"), names, servo=True)
+        build_space(FitArgs.build(real_csv=["x.csv"], fit_groups="armature,friction").problem, names, servo=True)
 
 
 def test_bench_robot_is_the_pendulum_of_its_header(bench, tmp_path):
@@ -186,7 +186,7 @@ def test_servo_runs_get_servo_scale_boxes_unless_flagged():
 
     args = FitArgs.build(real_csv=["x.csv"], friction_bounds=(0.0, 2.0))
     lines = []
-    servo_scale_bounds(args, lines.append)
+    servo_scale_bounds(args.problem, lines.append)
     assert args.params.friction_bounds == (0.0, 2.0)  # the user's box is kept
     assert args.params.viscous_bounds == SERVO_BOUNDS["viscous"]
     assert "viscous 0..0.1" in lines[0] and "friction" not in lines[0].split("(")[1].split(";")[0]
@@ -211,7 +211,7 @@ def _bench_runs(tmp_path, seconds: float = 2.5):
 
 
 def test_several_benches_fit_one_servo(tmp_path):
-    from isaaclab_sysid.fit.problem import build_problem
+    from isaaclab_sysid.jobs.fit_args import resolve_problem
     from isaaclab_sysid.objective.result import FitResult
     from isaaclab_sysid.jobs.fit_job import run_fit
     from isaaclab_sysid.sim.benches import BenchSetBackend
@@ -221,7 +221,7 @@ def test_several_benches_fit_one_servo(tmp_path):
     args = FitArgs.build(real_csv=[paths[0], paths[2]], heldout_csv=[paths[1], paths[3]], fit_groups=groups,
                          log_dir=str(tmp_path / "fit"), plots=False)
     lines: list[str] = []
-    problem = build_problem(args, lines.append)
+    problem = resolve_problem(args, lines.append)
     assert isinstance(problem.backend, BenchSetBackend) and len(problem.backend.backends) == 2
     assert any("2 benches, one servo" in s for s in lines)
     # each run replays on its own bench: the two benches' runs differ at the same parameters

@@ -18,7 +18,7 @@ from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.export.build import EXPORTED_MOTOR_LAWS, ExportError, FitContext, check_exported_law, \
     export_mjcf, export_servo_part
 from isaaclab_sysid.export.servo_part import ServoPartError, dc_motor_holds, dc_motor_params, servo_model_of
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.fit.outputs import write_config
 from isaaclab_sysid.fit.problem import build_space
 from isaaclab_sysid.objective.result import FitResult
@@ -201,12 +201,12 @@ def _servo_fit_dir(tmp: Path, values: dict, groups: str, name: str = "fit") -> P
     args.runs.real_csv.append(str(write_run(runs[0], d / "runs" / "a.csv")[0]))
     args.runs.heldout_csv.append(str(write_run(runs[1], d / "runs" / "b.csv")[0]))
     robot = load_robot("bam_pendulum_xl330")
-    space = build_space(args, robot.joint_names, robot.config, servo=True, log=lambda _s: None)
+    space = build_space(args.problem, robot.joint_names, robot.config, servo=True, log=lambda _s: None)
     x = space.normalize({k: np.asarray(v) for k, v in values.items()})
     result = FitResult.from_search(space, x, 0.0, run_names=["servo_steps"], weighted_loss=np.zeros(1),
                                    traj_weights=np.ones(1))
     RunFolder(d).write_result(result)
-    write_config(d, args.to_dict())
+    write_config(d, args.problem.to_dict(), args.job_dict())
     return d
 
 
@@ -239,7 +239,7 @@ def test_servo_model_of_a_fit_and_its_cli_file(coulomb_fit, tmp_path):
 def test_servo_model_of_a_fit_without_the_motor_model_is_refused():
     args = FitArgs()
     args.params.fit_groups = "armature,friction"
-    space = build_space(args, ["servo"])
+    space = build_space(args.problem, ["servo"])
     res = FitResult.from_search(space, np.full(space.dim, 0.3), 0.0, run_names=[], weighted_loss=np.zeros(0),
                                 traj_weights=np.zeros(0))
     with pytest.raises(ServoPartError, match="no servo motor model"):
@@ -431,7 +431,7 @@ def test_a_part_seeds_the_fits_start(tmp_path):
     args.params.fit_groups = "armature,friction,viscous,delay,motor_kt,motor_r,encoder_offset"
     args.params.delay_bounds = (0, 6)
     robot = load_robot("bam_pendulum_xl330")
-    space = build_space(args, robot.joint_names, robot.config, servo=True, log=lambda _s: None)
+    space = build_space(args.problem, robot.joint_names, robot.config, servo=True, log=lambda _s: None)
     part = _part(friction_law="coulomb", friction={"friction": Estimate(0.02, 0.01, 0.03)})
     p = write_servo_model(tmp_path / "part.json", part)
     lines: list[str] = []
@@ -502,7 +502,7 @@ def test_a_fit_of_an_arm_whose_config_names_a_part_starts_from_it(tmp_path):
     from test_servo_motor import servo_run
 
     from isaaclab_sysid.data import write_run
-    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.jobs.fit_args import FitArgs
     from isaaclab_sysid.jobs.fit_job import run_fit
 
     (tmp_path / "arms" / "parts").mkdir(parents=True)

@@ -17,10 +17,10 @@ import pytest
 
 from isaaclab_sysid.data import read_run
 from isaaclab_sysid.importers.torque_runs import TorqueRunError, TorqueSource, torque_run
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.jobs.fit_job import run_fit
-from isaaclab_sysid.fit.problem import build_problem
+from isaaclab_sysid.jobs.fit_args import resolve_problem
 from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.interface import CandidateBatch, ReplayOptions
@@ -174,7 +174,7 @@ def test_bad_inputs_are_refused_before_any_simulation(twin_files, tmp_path, robo
     ]
     for kw, msg in cases:
         with pytest.raises(FitError, match=msg) as exc:
-            build_problem(_args(fit_csv, held_csv, tmp_path, **kw), log=lambda s: None)
+            resolve_problem(_args(fit_csv, held_csv, tmp_path, **kw), log=lambda s: None)
         assert "\n" not in str(exc.value)
     # a run-format file has no motor current
     with pytest.raises(TorqueRunError, match="carry no motor current"):
@@ -265,7 +265,7 @@ def test_seed_fit_carries_the_ls_offsets_into_the_torque_offset_start(robot, tmp
     path = write_seed(tmp_path / "seed.json", seed)
     args = FitArgs.build(real_csv=["x.csv"], fit_groups="armature,friction,viscous,delay,torque_offset",
                          torque_offset_bounds=(-1.0, 1.0))
-    space = build_space(args, names)
+    space = build_space(args.problem, names)
     x = start_point(str(path), space)
     assert np.allclose(space.decode(x)["torque_offset"], OFFSET)
     # an identification without the offset column seeds no offset (the fit starts at zero offset)
@@ -274,7 +274,7 @@ def test_seed_fit_carries_the_ls_offsets_into_the_torque_offset_start(robot, tmp
                        "reconstruction": {"standard": {k: v for k, v in std.items() if not k.endswith(".offset")}}})
     assert "torque_offset" not in build_seed(p, names).values
     with pytest.raises(FitError, match="--replay torque only"):
-        build_problem(FitArgs.build(real_csv=["x.csv"], fit_groups="armature,torque_offset"), log=lambda s: None)
+        resolve_problem(FitArgs.build(real_csv=["x.csv"], fit_groups="armature,torque_offset"), log=lambda s: None)
 
 
 def test_the_torque_noise_is_measured_from_the_log(robot):

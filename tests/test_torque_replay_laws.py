@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("isaaclab_sysid.twin.recorder")
 
-from isaaclab_sysid.fit.config import FitArgs  # noqa: E402
+from isaaclab_sysid.jobs.fit_args import FitArgs  # noqa: E402
 from isaaclab_sysid.fit.run_folder import RunFolder  # noqa: E402
 from isaaclab_sysid.jobs.fit_job import run_fit  # noqa: E402
 from isaaclab_sysid.robots import load_robot  # noqa: E402

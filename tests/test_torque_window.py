@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isaaclab_sysid.fit.config import FitArgs
-from isaaclab_sysid.fit.problem import build_problem
+from isaaclab_sysid.jobs.fit_args import FitArgs
+from isaaclab_sysid.jobs.fit_args import resolve_problem
 from isaaclab_sysid.objective.shooting_floor import WINDOW_CANDIDATES_S, choose_window
 from isaaclab_sysid.importers.torque_runs import TorqueSource, torque_run
 from isaaclab_sysid.robots import load_robot
@@ -62,13 +62,13 @@ def test_an_unset_window_is_chosen_logged_and_kept(robot, tmp_path):
     lines: list[str] = []
     args = FitArgs.build(**base)
     assert args.replay.window_s is None
-    problem = build_problem(args, log=lines.append)
+    problem = resolve_problem(args, log=lines.append)
     assert args.replay.window_s in WINDOW_CANDIDATES_S  # resolved in args: config.json, --resume and the export keep it
     assert problem.backend.options.window_ticks == int(round(args.replay.window_s * 1000))
     assert any(line.startswith(f"shooting window chosen from the data: {args.replay.window_s:g} s") for line in lines)
     given = FitArgs.build(**base, window_s=0.4)
     lines.clear()
-    build_problem(given, log=lines.append)
+    resolve_problem(given, log=lines.append)
     assert given.replay.window_s == 0.4 and not any("chosen from the data" in line for line in lines)
 
 
@@ -83,7 +83,7 @@ def test_eval_params_takes_the_evaluated_fits_window(robot, tmp_path):
     fit_csv, held_csv = write_twin(robot, tmp_path, 0.02, fit_s=3.0)
     base = dict(real_csv=[str(held_csv)], replay="torque", torque_signal="tau", torque_includes_gravity=False,
                 log_dir=str(tmp_path / "out"), quiet=True, plots=False)
-    space = build_problem(FitArgs.build(**base, window_s=0.4), log=lambda s: None).space
+    space = resolve_problem(FitArgs.build(**base, window_s=0.4), log=lambda s: None).space
     truth = space.normalize({"armature": TRUTH.armature, "friction": TRUTH.friction, "viscous": TRUTH.viscous,
                              "delay": DELAY})
     fit_dir = tmp_path / "fit"
@@ -93,7 +93,7 @@ def test_eval_params_takes_the_evaluated_fits_window(robot, tmp_path):
     (fit_dir / "config.json").write_text(json.dumps({"args": {"replay": {"window_s": 0.2}}}))
     lines: list[str] = []
     args = FitArgs.build(**base, eval_params=str(fit_dir))
-    build_problem(args, log=lines.append)
+    resolve_problem(args, log=lines.append)
     assert args.replay.window_s == 0.2 and any("the evaluated fit's window" in line for line in lines)
     assert not any("chosen from the data" in line for line in lines)
     # no config.json: chosen at the evaluated (true) parameters (a right model stays near the floor: a long window),
@@ -101,8 +101,8 @@ def test_eval_params_takes_the_evaluated_fits_window(robot, tmp_path):
     (fit_dir / "config.json").unlink()
     lines.clear()
     args = FitArgs.build(**base, eval_params=str(fit_dir))
-    build_problem(args, log=lines.append)
+    resolve_problem(args, log=lines.append)
     assert args.replay.window_s >= 0.5 and any("chosen from the data" in line for line in lines), lines
     low = FitArgs.build(**base)
-    build_problem(low, log=lambda s: None)
+    resolve_problem(low, log=lambda s: None)
     assert low.replay.window_s < args.replay.window_s

@@ -37,7 +37,7 @@ import numpy as np
 from isaaclab_sysid.benchmarking.counting import CountingBackend, TracingBest
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.evaluate.metrics import rms_between_runs
-from isaaclab_sysid.fit.config import SearchConfig
+from isaaclab_sysid.jobs.fit_args import SearchConfig
 from isaaclab_sysid.fit.fast_path import FastFitState
 from isaaclab_sysid.objective.loss import LossWeights
 from isaaclab_sysid.objective.replay_objective import ReplayObjective

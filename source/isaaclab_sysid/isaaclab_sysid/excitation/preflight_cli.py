@@ -15,8 +15,8 @@ from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.excitation.plots import plot_preflight
 from isaaclab_sysid.excitation.preflight import preflight
 from isaaclab_sysid.excitation.verdict import EXIT_FAIL, WARN, WARN_FRAC
-from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.objective.errors import FitError
+from isaaclab_sysid.objective.problem_record import ReplayConfig
 from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.utils.atomic import atomic_write_json
@@ -60,7 +60,7 @@ def preflight_main(a: PreflightOptions) -> int:
     facts = {k: getattr(a, k) for k in ("orientation_error", "coriolis_compensation", "ee_offset", "torque_limit",
                                           "torque_rate_limit")}
     try:  # a log that does not record the law / EE point / limits is refused unless the flags state them
-        (run,), _, robot = resolve_replay_facts(FitArgs.build(**facts), [run], [], load_robot(run.meta.robot))
+        (run,), _, robot = resolve_replay_facts(ReplayConfig(**facts), [run], [], load_robot(run.meta.robot))
     except FitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

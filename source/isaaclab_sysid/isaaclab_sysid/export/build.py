@@ -20,12 +20,12 @@ from isaaclab_sysid.export.record import DelayRow, DrRecord, MassRow, SpanRow
 from isaaclab_sysid.export.ranges import RangePolicy, make_ranges
 from isaaclab_sysid.intervals.combine import IntervalReport, compute_all, read_intervals, write_intervals
 from isaaclab_sysid.intervals.omitted import OMITTED_GROUPS
-from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.objective.param_space import GROUPS, ParamSpace
+from isaaclab_sysid.objective.problem_record import ProblemRecord
 from isaaclab_sysid.fit.problem import FitProblem, build_problem
 from isaaclab_sysid.objective.result import FitResult
-from isaaclab_sysid.fit.run_folder import CONFIG_FILE, INTERVALS_FILE, RESULT_FILE
+from isaaclab_sysid.fit.run_folder import INTERVALS_FILE, RESULT_FILE, RunFolder
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.sim.friction import law_of_groups
 from isaaclab_sysid.sim.servo import MOTOR_GROUPS
@@ -41,11 +41,12 @@ class ExportError(UserError):
 
 @dataclass
 class FitContext:
-    """A fit folder: its :class:`FitResult`, its :class:`FitArgs` and (built lazily) its :class:`FitProblem`."""
+    """A fit folder: its :class:`FitResult`, its problem (:class:`ProblemRecord`, ``config.json``; None without one)
+    and (built lazily) its :class:`FitProblem`."""
 
     fit_dir: Path
     result: FitResult
-    args: FitArgs | None
+    record: ProblemRecord | None
     _problem: FitProblem | None = field(default=None, repr=False)
 
     @classmethod
@@ -55,17 +56,17 @@ class FitContext:
         rp = d / RESULT_FILE
         if not rp.is_file():
             raise ExportError(f"{d}: no {RESULT_FILE} (give the folder a fit wrote, e.g. logs/sysid/<time>)")
-        cp = d / CONFIG_FILE
-        config = read_json(cp, "fit config") if cp.is_file() else None
-        args = FitArgs.from_dict(config["args"]) if config else None
+        folder = RunFolder(d)
+        config = folder.read_config() if folder.config.is_file() else None
+        record = folder.read_problem() if config else None
         body = read_json(rp, "parameters")
         if not isinstance(body, dict):
             raise ExportError(f"{rp}: not a JSON object")
         try:
-            result = FitResult.from_json(body, joint_names=_recorded_joint_names(d, body, config, args))
+            result = FitResult.from_json(body, joint_names=_recorded_joint_names(d, body, config, record))
         except (KeyError, TypeError, ValueError) as exc:
             raise ExportError(f"{rp}: {exc}") from None
-        return cls(d, result, args)
+        return cls(d, result, record)
 
     @property
     def space(self) -> ParamSpace:
@@ -74,24 +75,26 @@ class FitContext:
     def problem(self) -> FitProblem:
         """The fit's runs, robot and backend, rebuilt from ``config.json`` (once)."""
         if self._problem is None:
-            if self.args is None:
+            if self.record is None:
                 raise ExportError(f"{self.fit_dir}: no config.json: cannot rebuild the runs to compute intervals")
             try:
-                self._problem = build_problem(self.args, log=lambda _s: None)
+                self._problem = build_problem(self.record, log=lambda _s: None)
             except FitError as exc:
                 raise ExportError(str(exc)) from None
         return self._problem
 
 
-def _recorded_joint_names(fit_dir: Path, result: dict, config: dict | None, args: FitArgs | None) -> list[str] | None:
+def _recorded_joint_names(fit_dir: Path, result: dict, config: dict | None,
+                          record: ProblemRecord | None) -> list[str] | None:
     """The robot config's joint names for a result file (``result``, its JSON) that records none (older fits);
     None if the file has them."""
     if (result.get("param_space") or {}).get("joint_names"):
         return None
-    name = (args.replay.robot if args else None) or (config or {}).get("robot")
-    if name is None and args is not None and args.runs.real_csv:
+    name = (record.replay.robot if record else None) or (config or {}).get("robot")
+    if name is None and record is not None and record.runs.real_csv:
+        runs = record.runs
         try:
-            name = read_run(args.runs.real_csv[0], args.runs.real_sidecar[0] if args.runs.real_sidecar else None).meta.robot
+            name = read_run(runs.real_csv[0], runs.real_sidecar[0] if runs.real_sidecar else None).meta.robot
         except RunFormatError as exc:
             raise ExportError(f"{fit_dir / RESULT_FILE} records no joint names and its first run cannot be read: {exc}") from None
     if name is None:
@@ -270,7 +273,7 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
         effort = None
         warns.append(f"servo: no actuator_effort_limit written ({exc})")
     src, w2 = generate_module(record, asset_name, viscous, physics_dt, physics, effort, families,
-                              stribeck_velocity=None if ctx.args is None else ctx.args.params.stribeck_velocity)
+                              stribeck_velocity=None if ctx.record is None else ctx.record.params.stribeck_velocity)
     warns += w2
     record.meta["warnings"] = warns
     record.meta["isaaclab"] = {"asset_name": asset_name, "viscous": viscous, "physics_dt": physics_dt, "physics": physics}
@@ -289,12 +292,12 @@ def fit_robot(ctx: FitContext) -> Robot:
     """
     from isaaclab_sysid.fit.problem import build_robot
 
-    if ctx.args is None:
+    if ctx.record is None:
         raise ExportError(f"{ctx.fit_dir}: no config.json: give --robot")
-    runs = ctx.args.runs
+    runs = ctx.record.runs
     try:
         first = read_run(runs.real_csv[0], runs.real_sidecar[0] if runs.real_sidecar else None)
-        return build_robot(ctx.args, [first])
+        return build_robot(ctx.record, [first])
     except (RunFormatError, FitError, IndexError) as exc:
         raise ExportError(f"{ctx.fit_dir}/config.json: cannot rebuild the fit's robot: {exc}") from None
 
@@ -307,8 +310,8 @@ def servo_effort_limit(ctx: FitContext) -> list[float] | None:
     if ctx._problem is not None:
         return [float(v) for v in ctx._problem.robot.tau_max]
     robot = fit_robot(ctx)
-    if ctx.args is not None and ctx.args.replay.torque_limit:
-        robot = robot.with_real_controller(torque_limit=ctx.args.replay.torque_limit)
+    if ctx.record is not None and ctx.record.replay.torque_limit:
+        robot = robot.with_real_controller(torque_limit=ctx.record.replay.torque_limit)
     return [float(v) for v in robot.tau_max]
 
 
@@ -383,7 +386,7 @@ def export_mjcf(ctx: FitContext, out_dir: str | Path, tol: float | None = None,
     try:
         fit = fitted_joints(ctx.result, robot.n_dof, options.stribeck_velocity)
         inner = _mujoco_backend_of(problem.backend)
-        substeps = inner.substeps if inner is not None else int(ctx.args.replay.substeps)
+        substeps = inner.substeps if inner is not None else int(ctx.record.replay.substeps)
         write_mjcf(tmp, robot, fit, options, stated, substeps)
         states = fit_rollouts(robot, ctx.result, runs, options, inner, substeps)
         check = check_mjcf(tmp, robot, ctx.result, runs, options, tol, states)

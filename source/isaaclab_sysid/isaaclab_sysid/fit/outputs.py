@@ -44,11 +44,15 @@ def git_revision(root: Path = REPO_ROOT) -> dict[str, Any]:
     return {"commit": rev.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
 
 
-def write_config(run_dir: str | Path, args: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> Path:
-    """``config.json``: every argument, package versions, git revision, Python, platform."""
+def write_config(run_dir: str | Path, problem: Mapping[str, Any], job: Mapping[str, Any],
+                 extra: Mapping[str, Any] | None = None) -> Path:
+    """``config.json``: the problem (``ProblemRecord.to_dict``, read back by ``RunFolder.read_problem``), the job's
+    options that are not the problem (``job``: the search and the outputs, for ``--resume``), package versions, git
+    revision, Python, platform."""
     path = Path(run_dir) / CONFIG_FILE
     obj = {
-        "args": jsonable(dict(args)),
+        "problem": jsonable(dict(problem)),
+        "job": jsonable(dict(job)),
         "packages": package_versions(),
         "git": git_revision(),
         "python": sys.version.split()[0],

@@ -1,4 +1,5 @@
-"""The fit problem: runs, robot, parameter space, backend and weights, built and checked from a :class:`FitArgs`.
+"""The fit problem: runs, robot, parameter space, backend and weights, built and checked from a
+:class:`~isaaclab_sysid.objective.problem_record.ProblemRecord` (the fit job resolves its flags into one).
 
 Order of work (so failures are cheap): every option is checked first, then every
 run file (fit and held-out) is read and validated; a bad file stops everything
@@ -19,15 +20,15 @@ import numpy as np
 from isaaclab_sysid.data import RunFormatError, unstated_robot_note
 from isaaclab_sysid.data import read_runs as data_read_runs
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.config import ClusterConfig, FitArgs
 from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.objective.loss import LossWeights, channel_scales
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.armature_bound import armature_spec, describe_armature
 from isaaclab_sysid.objective.param_space import GROUPS, GroupSpec, ParamSpace
+from isaaclab_sysid.objective.problem_record import ClusterConfig, ProblemRecord
 from isaaclab_sysid.fit.replay_facts import resolve_replay_facts
 from isaaclab_sysid.objective.result import FitResult
-from isaaclab_sysid.fit.run_folder import CONFIG_FILE, RESULT_FILE, RunFolder
+from isaaclab_sysid.fit.run_folder import RESULT_FILE, RunFolder
 from isaaclab_sysid.fit import torque_replay
 from isaaclab_sysid.fit.state_age_source import resolve_state_age
 from isaaclab_sysid.robots import Robot, load_robot
@@ -67,23 +68,12 @@ class FitProblem:
         return ReplayObjective(self.space, self.backend, self.runs, self.weights, self.traj_weights)
 
 
-def check_args(args: FitArgs) -> None:
-    """Refuse an option that cannot work, before any file is read (one line naming the flag)."""
-    s, r = args.search, args.replay
-    if not args.runs.real_csv:
+def check_record(record: ProblemRecord) -> None:
+    """Refuse an option of the problem that cannot work, before any file is read (one line naming the flag; the
+    search's and the outputs' flags: ``jobs.fit_args.check_job_flags``)."""
+    r = record.replay
+    if not record.runs.real_csv:
         raise FitError("no runs: give at least one run: --runs FILE [FILE ...]")
-    if s.num_envs < 2:
-        raise FitError("--num_envs must be at least 2")
-    if s.max_iter < 1:
-        raise FitError("--max_iter must be at least 1")
-    if s.refine_delay_neighbours is not None and s.refine_delay_neighbours < 0:
-        raise FitError("--refine_delay_neighbours must be >= 0 (ticks on each side of the best delay)")
-    if s.refine_iter < 0:
-        raise FitError("--refine_iter must be >= 0 (0 turns the refinement off)")
-    if not (0 < s.sigma <= 1):
-        raise FitError("--sigma must lie in (0, 1] (it is a step in the normalized [0, 1] space)")
-    if args.output.save_interval < 1:
-        raise FitError("--save_interval must be at least 1 (generations)")
     if r.warmup_ticks < 0:
         raise FitError("--warmup_ticks must be >= 0")
     if r.substeps < 1:
@@ -92,14 +82,14 @@ def check_args(args: FitArgs) -> None:
         raise FitError(f"--substeps {r.substeps}: only the mujoco backend sub-steps the 1 ms tick")
     if r.backend == "mujoco" and r.device != "cpu":
         raise FitError(f"--device {r.device}: the mujoco backend runs on the CPU only; use --backend isaaclab for a GPU")
-    c = args.cluster
+    c = record.cluster
     if (c.ray_workers is not None and c.ray_workers < 1) or c.ray_worker_cpus < 1 or not c.ray_timeout_s > 0:
         raise FitError("--ray_workers and --ray_worker_cpus must be >= 1 and --ray_timeout_s > 0")
-    if args.runs.state_age_ms is not None and args.runs.state_age_ms < 0:
+    if record.runs.state_age_ms is not None and record.runs.state_age_ms < 0:
         raise FitError("--state_age_ms must be >= 0 (0 = fresh states)")
-    if not args.params.stribeck_velocity > 0:
+    if not record.params.stribeck_velocity > 0:
         raise FitError("--stribeck_velocity must be > 0 [rad/s]")
-    groups = set(args.params.groups())
+    groups = set(record.params.groups())
     if "friction" in groups and "mu_static" in groups:
         raise FitError("--fit_groups: friction (Coulomb) and mu_static (static-friction group: Coulomb = dynamic_ratio x "
                        "mu_static) describe the same torque; give one of them")
@@ -116,7 +106,7 @@ def check_args(args: FitArgs) -> None:
     if missing:
         raise FitError(f"--fit_groups: the {law.name} friction law needs {', '.join(missing)} (or give the law's name, "
                        f"'{law.name}', for all its groups)")
-    torque_replay.check_torque_args(args)
+    torque_replay.check_torque_args(record)
 
 
 def read_runs(csvs: Sequence[str], sidecars: Sequence[str], what: str = "--runs", admit_abort: bool = False,
@@ -154,20 +144,20 @@ SERVO_AUTO_GROUPS = ("motor_kt", "motor_r", "encoder_offset")
 SERVO_BOUNDS = {"friction": (0.0, 0.5), "viscous": (0.0, 0.1), "mu_static": (0.0, 0.5), "sigmoid_amplitude": (0.0, 0.5)}
 
 
-def servo_scale_bounds(args: FitArgs, log: Callable[[str], None] = print) -> None:
+def servo_scale_bounds(record: ProblemRecord, log: Callable[[str], None] = print) -> None:
     """Servo runs: the bounds flags left at their arm-scale defaults set to :data:`SERVO_BOUNDS` (said in the log;
     ``config.json`` stores the boxes the fit used)."""
     changed = []
     for g, box in SERVO_BOUNDS.items():
-        if tuple(args.params.bounds_of(g)) == tuple(GROUPS[g].default_bounds):
-            setattr(args.params, f"{g}_bounds", box)
+        if tuple(record.params.bounds_of(g)) == tuple(GROUPS[g].default_bounds):
+            setattr(record.params, f"{g}_bounds", box)
             changed.append(f"{g} {box[0]:g}..{box[1]:g}")
     if changed:
         log(f"servo runs: servo-scale boxes for the flags left at their arm-scale defaults ({', '.join(changed)} N m or "
             "N m s/rad; give --<group>_bounds to choose)")
 
 
-def build_space(args: FitArgs, joint_names: Sequence[str], robot_config: RobotConfig | None = None,
+def build_space(record: ProblemRecord, joint_names: Sequence[str], robot_config: RobotConfig | None = None,
                 servo: bool = False, log: Callable[[str], None] = print) -> ParamSpace:
     """The parameter space of ``--fit_groups`` with its bounds flags, labelled with the robot's joint names; the
     armature's default box is the robot config's physical bound per joint (fit/armature_bound.py).
@@ -175,10 +165,10 @@ def build_space(args: FitArgs, joint_names: Sequence[str], robot_config: RobotCo
     ``servo``: the runs are servo runs (controller ``servo``): ``auto`` adds :data:`SERVO_AUTO_GROUPS` (said in the
     log); explicit groups without ``motor_kt`` and ``motor_r`` are refused in one line.
     """
-    groups = args.params.groups()
+    groups = record.params.groups()
     if not groups:
         raise FitError("--fit_groups is empty")
-    if servo and args.params.auto:
+    if servo and record.params.auto:
         added = [g for g in SERVO_AUTO_GROUPS if g not in groups]
         groups = groups + added
         if added:
@@ -189,7 +179,7 @@ def build_space(args: FitArgs, joint_names: Sequence[str], robot_config: RobotCo
                        "motor_r (or auto, which adds them)")
     specs = []
     for g in groups:
-        bounds = args.params.bounds_of(g)
+        bounds = record.params.bounds_of(g)
         if bounds is None and g != "armature":
             raise FitError(f"unknown parameter group '{g}' in --fit_groups ({', '.join(GROUPS)})")
         try:
@@ -205,23 +195,23 @@ def build_space(args: FitArgs, joint_names: Sequence[str], robot_config: RobotCo
         raise FitError(str(exc)) from None
 
 
-def build_robot(args: FitArgs, runs: Sequence[Run]) -> Robot:
+def build_robot(record: ProblemRecord, runs: Sequence[Run]) -> Robot:
     """The robot of ``--robot`` or the runs' sidecars, with ``--nominal`` inertials."""
     names = {r.meta.robot for r in runs}
-    if args.replay.robot is None and len(names) > 1 and bench_set(runs) is None:
+    if record.replay.robot is None and len(names) > 1 and bench_set(runs) is None:
         raise FitError(f"runs recorded on different robots: {', '.join(sorted(names))}")
-    robot = load_robot(args.replay.robot or sorted(names)[0])
+    robot = load_robot(record.replay.robot or sorted(names)[0])
     for r in runs:
         if r.n_dof != robot.n_dof:
             raise FitError(f"run {r.name} has {r.n_dof} joints, robot {robot.name} has {robot.n_dof}")
-    if args.replay.nominal:
+    if record.replay.nominal:
         from isaaclab_sysid.arm_model import with_body_inertials  # Pinocchio: only when asked
         from isaaclab_sysid.robots.identified import NominalFileError, load_nominal
         from isaaclab_sysid.robots.overrides import InertialError
 
-        path = nominal_file(args.replay.nominal)
+        path = nominal_file(record.replay.nominal)
         try:
-            bodies = load_nominal(path, admit_rejected=args.replay.admit_rejected_nominal)
+            bodies = load_nominal(path, admit_rejected=record.replay.admit_rejected_nominal)
             # the file holds the regressor's moving bodies (fixed children such as the Franka's hand merged in):
             # with_body_inertials gives each body those inertials without counting its merged children twice, and
             # refuses a link the engines would refuse (the link, its moments and the file named: never --backend)
@@ -295,18 +285,18 @@ def ray_options(cluster: ClusterConfig) -> RayOptions | None:
     return None
 
 
-def build_backend(args: FitArgs, robot: Robot, log: Callable[[str], None] = print) -> ReplayBackend:
+def build_backend(record: ProblemRecord, robot: Robot, log: Callable[[str], None] = print) -> ReplayBackend:
     """The replay backend of ``--backend`` for ``robot``, in this process or on Ray workers (``--cluster``)."""
-    r = args.replay
+    r = record.replay
     options = ReplayOptions(warmup_ticks=r.warmup_ticks, torque_clamp=r.torque_clamp, slew_limit=r.slew_limit,
-                            stribeck_velocity=args.params.stribeck_velocity,
-                            window_ticks=torque_replay.window_ticks(args))
+                            stribeck_velocity=record.params.stribeck_velocity,
+                            window_ticks=torque_replay.window_ticks(record))
     # the isaaclab backend sizes its delay buffer to the delay bounds
-    kw = {"max_delay": max(4, int(max(args.params.delay_bounds)))} if r.backend == "isaaclab" else {"substeps": r.substeps}
+    kw = {"max_delay": max(4, int(max(record.params.delay_bounds)))} if r.backend == "isaaclab" else {"substeps": r.substeps}
     try:
-        age = args.runs.state_age_ms
+        age = record.runs.state_age_ms
         wrap = partial(StateAgeBackend, model=StateAgeModel(int(age))) if age else None  # on each Ray worker too
-        return make_backend(r.backend, robot, options, ray=ray_options(args.cluster), wrap=wrap, log=log,
+        return make_backend(r.backend, robot, options, ray=ray_options(record.cluster), wrap=wrap, log=log,
                             device=r.device, **kw)
     except BackendUnavailableError as exc:
         raise FitError(str(exc), code=3) from None
@@ -314,87 +304,95 @@ def build_backend(args: FitArgs, robot: Robot, log: Callable[[str], None] = prin
         raise FitError(f"--backend {r.backend}: {exc}") from None
 
 
-def build_problem(args: FitArgs, log: Callable[[str], None] = print) -> FitProblem:
-    """Check the options, read the runs, build robot, space and backend (see module docstring)."""
-    check_args(args)
-    torque = args.replay.replay == "torque"
-    ab, reader = args.replay.admit_aborted, torque_replay.run_reader(args) if torque else None
-    runs = read_runs(args.runs.real_csv, args.runs.real_sidecar, "--runs", ab, reader)
-    heldout = (read_runs(args.runs.heldout_csv, args.runs.heldout_sidecar, "--heldout", ab, reader)
-               if args.runs.heldout_csv else [])
+def build_problem(record: ProblemRecord, log: Callable[[str], None] = print, *, start: str = "low",
+                  population: int = 0, eval_params: str | None = None) -> FitProblem:
+    """Check the record, read the runs, build robot, space and backend (see module docstring); what is resolved from
+    the runs is written into ``record``.
+
+    ``start``: the search's start (``--x0``: an unset torque-replay window is chosen at it); ``population``: the
+    search's population (``--num_envs``: a torque replay's memory check, which takes at least the refinement's
+    stencil); ``eval_params``: the ``--eval_params`` file (its fit's window, else one chosen at its parameters).
+    """
+    check_record(record)
+    torque = record.replay.replay == "torque"
+    ab, reader = record.replay.admit_aborted, torque_replay.run_reader(record) if torque else None
+    runs = read_runs(record.runs.real_csv, record.runs.real_sidecar, "--runs", ab, reader)
+    heldout = (read_runs(record.runs.heldout_csv, record.runs.heldout_sidecar, "--heldout", ab, reader)
+               if record.runs.heldout_csv else [])
     clash = {r.name for r in runs} & {r.name for r in heldout}
     if clash:
         raise FitError(f"run(s) {', '.join(sorted(clash))} given both as fit and held-out runs")
-    tw = parse_traj_weights(args.runs.traj_weights, len(runs))
-    robot = build_robot(args, runs + heldout)
-    benches = None if args.replay.robot or torque else bench_set(runs + heldout)
-    if benches is not None and (args.cluster.cluster == "ray" or args.replay.nominal):
+    tw = parse_traj_weights(record.runs.traj_weights, len(runs))
+    robot = build_robot(record, runs + heldout)
+    benches = None if record.replay.robot or torque else bench_set(runs + heldout)
+    if benches is not None and (record.cluster.cluster == "ray" or record.replay.nominal):
         raise FitError("runs on several benches: --cluster ray and --nominal apply to one robot; fit the benches in "
                        "this process with their configs' own models")
-    note = None if args.replay.robot else unstated_robot_note(runs + heldout)
+    note = None if record.replay.robot else unstated_robot_note(runs + heldout)
     if note:
         log(note)
     log(robot.arm_line())  # what the arm carries, as every stage that builds it says (docs/robots.md)
     if torque:  # the logged torque needs no law, EE point or limits; windows and memory checked before simulating
-        space = build_space(args, robot.joint_names, robot.config)
+        space = build_space(record, robot.joint_names, robot.config)
         # --window_s unset: chosen from the fit runs at the start model (the --x0 seed); --eval_params: the
         # evaluated fit's own window, else chosen at the evaluated parameters
-        torque_replay.resolve_window(args, runs, robot, space.to_batch(_window_model(args, space, log)), log)
-        torque_replay.check_batch_memory(args, runs + heldout, robot.n_dof, space.dim)
-        torque_replay.describe(args, runs + heldout, robot, log)
+        torque_replay.resolve_window(record, runs, robot,
+                                     space.to_batch(_window_model(record, space, start, eval_params, log)), log)
+        torque_replay.check_batch_memory(record, runs + heldout, robot.n_dof, space.dim, population)
+        torque_replay.describe(record, runs + heldout, robot, log)
     else:
-        runs, heldout, robot = resolve_replay_facts(args, runs, heldout, robot, log)  # law, EE point, limits
+        runs, heldout, robot = resolve_replay_facts(record.replay, runs, heldout, robot, log)  # law, EE point, limits
         servo = any(r.meta.controller == "servo" for r in runs + heldout)
         if servo and any(r.meta.controller != "servo" for r in runs + heldout):
             raise FitError("servo runs (controller servo) and runs of other controllers in one fit: fit them apart")
         if servo:
-            servo_scale_bounds(args, log)
-        space = build_space(args, robot.joint_names, robot.config, servo=servo, log=log)
-        # the flag, else the sidecars' state_age, else refused (one line); kept in args for the backend, verdict, config.json
-        args.runs.state_age_ms = resolve_state_age(args.runs.state_age_ms, runs + heldout, log)
+            servo_scale_bounds(record, log)
+        space = build_space(record, robot.joint_names, robot.config, servo=servo, log=log)
+        # the flag, else the sidecars' state_age, else refused (one line); kept in record for the backend, verdict, config.json
+        record.runs.state_age_ms = resolve_state_age(record.runs.state_age_ms, runs + heldout, log)
     if "armature" in space.group_names:
         log(describe_armature(space.group("armature")))
     if benches is not None:
         log(f"{len(benches)} benches, one servo: {', '.join(benches)} (each run replayed on its own bench, with its "
             "config's EE point)")
         benches[sorted(benches)[0]] = robot  # the first bench as the replay facts left it
-    backend = _checked_backend(args, robot, space, benches)
-    w_x = 0.0 if torque else args.loss.w_x  # a torque replay scores q and qd (the EE position is a function of q)
-    weights = LossWeights(args.loss.w_q, args.loss.w_dq, w_x, **channel_scales(runs, args.loss.channel_scale))
+    backend = _checked_backend(record, robot, space, benches)
+    w_x = 0.0 if torque else record.loss.w_x  # a torque replay scores q and qd (the EE position is a function of q)
+    weights = LossWeights(record.loss.w_q, record.loss.w_dq, w_x, **channel_scales(runs, record.loss.channel_scale))
     return FitProblem(runs, heldout, robot, space, backend, weights, tw)
 
 
-def _window_model(args: FitArgs, space: ParamSpace, log: Callable[[str], None]) -> np.ndarray:
-    """The model (normalized, (D,)) at which an unset ``--window_s`` is chosen: ``--x0`` for a fit. For
+def _window_model(record: ProblemRecord, space: ParamSpace, start: str, eval_params: str | None,
+                  log: Callable[[str], None]) -> np.ndarray:
+    """The model (normalized, (D,)) at which an unset ``--window_s`` is chosen: the start ``start`` for a fit. For
     ``--eval_params FILE`` the window is the evaluated fit's own when its folder's config.json records one (set in
-    ``args``, so nothing is chosen), else it is chosen at the evaluated parameters, not at ``--x0``: a window chosen
+    ``record``, so nothing is chosen), else it is chosen at the evaluated parameters, not at ``--x0``: a window chosen
     at an unrelated start would score the parameters on other windows than their fit's."""
-    spec = args.output.eval_params
-    if spec is None or args.replay.window_s is not None:
-        return start_point(args.search.x0, space)
-    f = Path(params_file("--eval_params", str(spec)))
-    cfg = f.parent / CONFIG_FILE
+    if eval_params is None or record.replay.window_s is not None:
+        return start_point(start, space)
+    f = Path(params_file("--eval_params", str(eval_params)))
+    folder = RunFolder(f.parent)
     try:
-        w = json.loads(cfg.read_text(encoding="utf-8"))["args"]["replay"]["window_s"] if cfg.is_file() else None
-    except (OSError, ValueError, KeyError, TypeError):
+        w = folder.read_problem().replay.window_s if folder.config.is_file() else None
+    except (FitError, TypeError, ValueError, KeyError, AttributeError):
         w = None
     if isinstance(w, (int, float)) and w > 0:
-        args.replay.window_s = float(w)
-        log(f"--window_s unset: {float(w):g} s, the evaluated fit's window ({cfg})")
+        record.replay.window_s = float(w)
+        log(f"--window_s unset: {float(w):g} s, the evaluated fit's window ({folder.config})")
     return start_point(str(f), space)
 
 
-def _checked_backend(args: FitArgs, robot: Robot, space: ParamSpace,
+def _checked_backend(record: ProblemRecord, robot: Robot, space: ParamSpace,
                      benches: dict[str, Robot] | None = None) -> ReplayBackend:
     if benches is not None:  # sim/benches.py: one backend per bench, each run on its own
         from isaaclab_sysid.sim.benches import BenchSetBackend
 
-        backend: ReplayBackend = BenchSetBackend({name: build_backend(args, rb) for name, rb in benches.items()})
+        backend: ReplayBackend = BenchSetBackend({name: build_backend(record, rb) for name, rb in benches.items()})
     else:
-        backend = build_backend(args, robot)
+        backend = build_backend(record, robot)
     bad = [g for g in space.group_names if g not in backend.supported_groups]
     if bad:
-        raise FitError(f"backend '{args.replay.backend}' cannot represent parameter group(s) {', '.join(bad)} "
+        raise FitError(f"backend '{record.replay.backend}' cannot represent parameter group(s) {', '.join(bad)} "
                        f"(supported: {', '.join(sorted(backend.supported_groups))})")
     return backend
 

@@ -3,7 +3,7 @@
 A log may not record facts that change the replay (``Run.meta.unrecorded``: the Franka
 tooling's schema 2 records none of them). For such runs the fit refuses to guess and
 names the flags that state them; given flags override a schema-1 sidecar's law too. What
-was used is written back into :class:`~isaaclab_sysid.fit.config.ReplayConfig` (so
+was used is written back into :class:`~isaaclab_sysid.objective.problem_record.ReplayConfig` (so
 ``config.json`` and ``--resume`` state it: the EE offset always, the limits when given)
 and printed. docs/data_format.md ("What the replay needs that a log may not record").
 """
@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from isaaclab_sysid.data.run import LAW_FACTS, ImpedanceLaw, Run
-from isaaclab_sysid.fit.config import FitArgs, ReplayConfig
 from isaaclab_sysid.objective.errors import FitError
+from isaaclab_sysid.objective.problem_record import ReplayConfig
 from isaaclab_sysid.robots import Robot
 from isaaclab_sysid.robots.config import RobotConfigError
 
@@ -56,7 +56,7 @@ def with_stated_law(replay: ReplayConfig, run: Run) -> Run:
 
 
 def resolve_replay_facts(
-    args: FitArgs, runs: Sequence[Run], heldout: Sequence[Run], robot: Robot, log: Callable[[str], None] = print
+    replay: ReplayConfig, runs: Sequence[Run], heldout: Sequence[Run], robot: Robot, log: Callable[[str], None] = print
 ) -> tuple[list[Run], list[Run], Robot]:
     """Refuse runs whose unrecorded facts no flag states; apply the flags; record and print what is used.
 
@@ -66,7 +66,7 @@ def resolve_replay_facts(
     Raises:
         FitError: one line naming the runs and the missing flags.
     """
-    r = args.replay
+    r = replay
     for lim in ("torque_limit", "torque_rate_limit"):  # config.json stores inf ("no limit") as null
         if getattr(r, lim) is not None:
             setattr(r, lim, tuple(float("inf") if v is None else float(v) for v in getattr(r, lim)))

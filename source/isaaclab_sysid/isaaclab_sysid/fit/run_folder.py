@@ -11,7 +11,8 @@ path this module gives them: ``eval_result.json`` (``evaluate.heldout``), ``repo
 ========================  =====================================================================================
 file                      what it holds
 ========================  =====================================================================================
-``config.json``           every option of the fit (``FitArgs``), package versions, git revision, command line
+``config.json``           the problem (``ProblemRecord``), the job's search and output options, package
+                          versions, git revision, command line
 ``progress.csv``          one row per CMA-ES generation
 ``checkpoint_<i>.json``   the best parameters after ``i`` generations and the search state (``--resume``)
 ``fast_path.json``        the fast path's evidence (why CMA-ES ran or did not)
@@ -33,8 +34,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.objective.errors import FitError
+from isaaclab_sysid.objective.problem_record import ProblemRecord
 from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable, read_json
@@ -167,19 +168,19 @@ class RunFolder:
 
     # typed readers and writers of the fit's own files
     def read_config(self) -> dict:
-        """The whole ``config.json`` record (options under ``args``; versions, git, command)."""
+        """The whole ``config.json`` record: the problem under ``problem`` and the fit job's options under ``job``
+        (an older folder: every option under ``args``); versions, git, command."""
         record = read_json(self.config, "fit configuration")
-        if not isinstance(record, dict) or not isinstance(record.get("args"), dict):
-            raise FitError(f"{self.config}: not a fit's config.json (no 'args' object)")
+        if not isinstance(record, dict) or not (isinstance(record.get("problem"), dict)
+                                                or isinstance(record.get("args"), dict)):
+            raise FitError(f"{self.config}: not a fit's config.json (no 'problem' object)")
         return record
 
-    def read_args(self) -> FitArgs:
-        """The fit's options as it ran them (``config.json``'s ``args``)."""
-        return FitArgs.from_dict(self.read_config()["args"])
-
-    def raw_args(self) -> dict:
-        """``config.json``'s ``args`` as stored (a folder from before an option existed lacks it)."""
-        return self.read_config()["args"]
+    def read_problem(self) -> ProblemRecord:
+        """The problem the fit solved, as it resolved it: ``config.json``'s ``problem`` (an older folder: the
+        problem's options among its ``args``). The one reader of a fit's problem."""
+        config = self.read_config()
+        return ProblemRecord.from_dict(config["problem"] if isinstance(config.get("problem"), dict) else config["args"])
 
     def read_result(self, **kw) -> FitResult:
         """``sysid_best_params.json`` as a :class:`FitResult` (``kw``: ``FitResult.read``'s ``space``,

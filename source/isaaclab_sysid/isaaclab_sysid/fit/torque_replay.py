@@ -16,9 +16,9 @@ import numpy as np
 from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.importers.torque_runs import TorqueRunError, TorqueSource, read_ur10e_torque_run, torque_run
-from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.objective.adequacy_record import AdequacyLimits
 from isaaclab_sysid.objective.errors import FitError
+from isaaclab_sysid.objective.problem_record import ProblemRecord
 from isaaclab_sysid.objective.shooting_floor import choose_window
 from isaaclab_sysid.objective.torque_noise import torque_noise
 from isaaclab_sysid.robots import Robot, load_robot
@@ -36,16 +36,16 @@ def sample_bytes(n_dof: int) -> int:
 WINDOW_BYTES = 512
 
 
-def check_torque_args(args: FitArgs) -> None:
+def check_torque_args(record: ProblemRecord) -> None:
     """Refuse torque-replay options that cannot work (one line naming the flag), before any file is read."""
-    r = args.replay
-    if args.runs.log_format == "ur10e" and r.replay != "torque":
+    r = record.replay
+    if record.runs.log_format == "ur10e" and r.replay != "torque":
         raise FitError("--log_format ur10e: a UR10e log records no replayable controller; add --replay torque "
                        "--torque_signal current --drive_gains ... --torque_includes_gravity")
     if not r.max_batch_mb > 0:
         raise FitError("--max_batch_mb must be > 0 [MB]")
     if r.replay != "torque":
-        if "torque_offset" in args.params.groups():
+        if "torque_offset" in record.params.groups():
             raise FitError("--fit_groups torque_offset: the offset of a logged torque applies to --replay torque only")
         return
     if r.torque_signal is None:
@@ -58,64 +58,64 @@ def check_torque_args(args: FitArgs) -> None:
         raise FitError(f"--window_s {r.window_s}: a shooting window must be at least 2 ms (0.1-1 s is typical)")
     if r.backend != "mujoco":
         raise FitError(f"--replay torque runs on --backend mujoco (the {r.backend} backend replays controller runs only)")
-    if args.runs.state_age_ms is not None:
+    if record.runs.state_age_ms is not None:
         raise FitError("--state_age_ms does not apply to --replay torque: a row's state and torque are taken as "
                        "simultaneous (a common age only shifts the run in time; a lag between them is the fitted delay)")
     if r.torque_clamp or r.slew_limit or r.torque_limit or r.torque_rate_limit:
         raise FitError("--replay torque applies the measured torque as it acted: --torque_clamp, --slew_limit, "
                        "--torque_limit and --torque_rate_limit do not apply")
     try:
-        torque_source(args)
+        torque_source(record)
     except TorqueRunError as exc:
         raise FitError(str(exc)) from None
 
 
-def torque_source(args: FitArgs) -> TorqueSource:
+def torque_source(record: ProblemRecord) -> TorqueSource:
     """The :class:`TorqueSource` the flags state."""
-    r = args.replay
+    r = record.replay
     return TorqueSource(r.torque_signal, bool(r.torque_includes_gravity), r.drive_gains)  # type: ignore[arg-type]
 
 
-def run_reader(args: FitArgs) -> Callable[[str, str | None], Run]:
+def run_reader(record: ProblemRecord) -> Callable[[str, str | None], Run]:
     """The reader of one torque run (CSV, its sidecar or None): a run-format file's ``--torque_signal``, or a raw
     UR10e CSV with ``--log_format ur10e``; a bad file raises :class:`FitError` naming it."""
-    source = torque_source(args)
-    robot = load_robot(args.replay.robot or "ur10e") if args.runs.log_format == "ur10e" else None
+    source = torque_source(record)
+    robot = load_robot(record.replay.robot or "ur10e") if record.runs.log_format == "ur10e" else None
 
     def read(csv: str, sidecar: str | None) -> Run:
         try:
             if robot is not None:
                 return read_ur10e_torque_run(csv, source, robot)
-            return torque_run(read_run(csv, sidecar, admit_abort=args.replay.admit_aborted), source)
+            return torque_run(read_run(csv, sidecar, admit_abort=record.replay.admit_aborted), source)
         except (RunFormatError, TorqueRunError) as exc:
             raise FitError(str(exc)) from None
 
     return read
 
 
-def window_ticks(args: FitArgs) -> int | None:
+def window_ticks(record: ProblemRecord) -> int | None:
     """The shooting window [ticks] of ``--window_s`` for a torque replay (None for a controller replay).
 
     Raises:
         ValueError: a torque replay whose window was not resolved yet (:func:`resolve_window`).
     """
-    if args.replay.replay != "torque":
+    if record.replay.replay != "torque":
         return None
-    if args.replay.window_s is None:
+    if record.replay.window_s is None:
         raise ValueError("the torque replay's window is unresolved: call fit.torque_replay.resolve_window first")
-    return int(round(args.replay.window_s * TICK_HZ))
+    return int(round(record.replay.window_s * TICK_HZ))
 
 
-def resolve_window(args: FitArgs, runs: Sequence[Run], robot: Robot, start: CandidateBatch,
+def resolve_window(record: ProblemRecord, runs: Sequence[Run], robot: Robot, start: CandidateBatch,
                    log: Callable[[str], None]) -> float:
     """``--window_s`` unset: choose it from the fit runs and the start model ``start`` (one candidate: the decoded
-    ``--x0``), :func:`~isaaclab_sysid.objective.shooting_floor.choose_window`; store it in ``args`` (so config.json,
+    ``--x0``), :func:`~isaaclab_sysid.objective.shooting_floor.choose_window`; store it in ``record`` (so config.json,
     ``--resume`` and the export replay the same windows) and log every option and the reason. Given: kept.
     Returns the window [s]."""
-    r = args.replay
+    r = record.replay
     if r.window_s is not None:
         return float(r.window_s)
-    opts = dict(warmup_ticks=r.warmup_ticks, stribeck_velocity=args.params.stribeck_velocity)
+    opts = dict(warmup_ticks=r.warmup_ticks, stribeck_velocity=record.params.stribeck_velocity)
 
     def backend_for(ticks: int) -> MujocoBackend:
         return MujocoBackend(robot, ReplayOptions(window_ticks=ticks, **opts), substeps=r.substeps)
@@ -130,42 +130,43 @@ def resolve_window(args: FitArgs, runs: Sequence[Run], robot: Robot, start: Cand
     return choice.window_s
 
 
-def check_windows(args: FitArgs, runs: Sequence[Run]) -> int:
+def check_windows(record: ProblemRecord, runs: Sequence[Run]) -> int:
     """Refuse a window longer than a run; returns the total number of windows over ``runs``."""
-    w = window_ticks(args)
+    w = window_ticks(record)
     total = 0
     for r in runs:
         ticks = r.sample_ticks()
         if w is not None and ticks[-1] < w:
             raise FitError(f"{r.source or r.name}: the run lasts {ticks[-1] / TICK_HZ:.3f} s, shorter than --window_s "
-                           f"{args.replay.window_s:g}: shorten the window or drop the run")
+                           f"{record.replay.window_s:g}: shorten the window or drop the run")
         total += shooting_windows(ticks, w).shape[0]
     return total
 
 
-def check_batch_memory(args: FitArgs, runs: Sequence[Run], n_dof: int, n_params: int) -> float:
+def check_batch_memory(record: ProblemRecord, runs: Sequence[Run], n_dof: int, n_params: int,
+                       population: int = 0) -> float:
     """Refuse a batch whose rollout would exceed ``--max_batch_mb``; returns its estimate [MB].
 
-    The largest batch is the CMA-ES population or the refinement's central-difference
-    stencil (2 D + 1 candidates), whichever is bigger; each candidate holds every sample
+    The largest batch is the CMA-ES population (``population``: ``--num_envs``) or the refinement's
+    central-difference stencil (2 D + 1 candidates), whichever is bigger; each candidate holds every sample
     of every run (:func:`sample_bytes`) and a job per shooting window (:data:`WINDOW_BYTES`).
     """
-    p = max(args.search.num_envs, 2 * n_params + 1)
+    p = max(int(population), 2 * n_params + 1)
     samples = sum(r.n_samples for r in runs)
-    windows = check_windows(args, runs)
+    windows = check_windows(record, runs)
     mb = p * (samples * sample_bytes(n_dof) + windows * WINDOW_BYTES) / 1e6
-    if mb > args.replay.max_batch_mb:
+    if mb > record.replay.max_batch_mb:
         raise FitError(f"one batched rollout would hold {mb:.0f} MB ({p} candidates x {samples} samples x "
                        f"{sample_bytes(n_dof)} B + {windows} windows x {WINDOW_BYTES} B) > --max_batch_mb "
-                       f"{args.replay.max_batch_mb:g}: lower --num_envs, use fewer or shorter runs, a longer --window_s, "
+                       f"{record.replay.max_batch_mb:g}: lower --num_envs, use fewer or shorter runs, a longer --window_s, "
                        "or raise --max_batch_mb")
     return mb
 
 
-def describe(args: FitArgs, runs: Sequence[Run], robot: Robot, log: Callable[[str], None]) -> None:
+def describe(record: ProblemRecord, runs: Sequence[Run], robot: Robot, log: Callable[[str], None]) -> None:
     """One log line saying how the torque replay runs (what was stated, what is assumed)."""
-    r = args.replay
-    windows = check_windows(args, runs)
+    r = record.replay
+    windows = check_windows(record, runs)
     gains = f", drive gains {list(r.drive_gains)} N m/A" if r.torque_signal == "current" else ""
     log(f"torque replay: {r.torque_signal}{gains} applied open loop to {robot.name} with gravity "
         f"{'on' if r.torque_includes_gravity else 'off'}, {windows} shooting windows of "

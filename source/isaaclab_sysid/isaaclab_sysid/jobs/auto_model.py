@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.evaluate.friction_score import StaticFrictionTest, augmented_space, coulomb_as_static
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.objective.loss import DIVERGENCE_PENALTY
 from isaaclab_sysid.fit.problem import FitProblem

@@ -1,6 +1,6 @@
 """The fit job behind ``scripts/sysid_franka_osc.py``: it only sequences the stages (the jobs layer).
 
-1. :func:`~isaaclab_sysid.fit.problem.build_problem`: options checked, runs read and
+1. :func:`~isaaclab_sysid.jobs.fit_args.resolve_problem`: options checked, runs read and
    validated, robot, parameter space and backend built (a bad input costs nothing);
 2. :class:`~isaaclab_sysid.fit.search.Search`: CMA-ES, then the refinement,
    checkpointed (``--resume`` continues it), into a :class:`~isaaclab_sysid.objective.result.FitResult`;
@@ -29,17 +29,17 @@ from isaaclab_sysid.evaluate.plots import plot_convergence, plot_evaluation
 from isaaclab_sysid.evaluate.html_report import convergence_figure, run_figures, write_html_report
 from isaaclab_sysid.evaluate.report import Section, Table, eval_report, fit_sections, write_report
 from isaaclab_sysid.evaluate.window_scores import WindowComparison, compare_on_windows
-from isaaclab_sysid.fit.config import FitArgs
 from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.fit.fast_path import FastPathSettings
 from isaaclab_sysid.fit.optimizer import CmaesSettings
 from isaaclab_sysid.fit.outputs import write_config
-from isaaclab_sysid.fit.problem import FitProblem, build_problem, params_file, seed_from_parts, start_point
+from isaaclab_sysid.fit.problem import FitProblem, params_file, seed_from_parts, start_point
 from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import EVAL_SUFFIX, MODEL_CHOICE_FILE, RESULT_FILE, RunFolder
 from isaaclab_sysid.fit.search import Search, SearchSettings
 from isaaclab_sysid.fit.tracking import WandbLog
 from isaaclab_sysid.jobs.assessment import assess_fit
+from isaaclab_sysid.jobs.fit_args import FitArgs, resolve_problem
 from isaaclab_sysid.jobs.auto_model import diverged, run_auto
 from isaaclab_sysid.jobs.model_choice import FrictionChoice
 from isaaclab_sysid.sim.interface import UnsupportedParameterError
@@ -53,8 +53,9 @@ def resumed_args(args: FitArgs) -> FitArgs:
         return args
     folder = RunFolder.of_fit(args.output.resume, "--resume")
     resume_dir = folder.path
-    raw = folder.raw_args()
-    saved = FitArgs.from_dict(raw)
+    config = folder.read_config()
+    saved = FitArgs.from_config(config)
+    raw = config.get("job") or config.get("args") or {}
     if "strategy" not in raw.get("search", raw):  # a folder from before --strategy existed: a CMA-ES fit
         saved.search.strategy = "cmaes"
     saved.output.resume = str(resume_dir)
@@ -72,7 +73,7 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
         args.output.eval_params = params_file("--eval_params", args.output.eval_params)
     if args.search.x0 not in ("low", "center"):
         args.search.x0 = params_file("--x0", args.search.x0)
-    problem = build_problem(args, log)
+    problem = resolve_problem(args, log)
     if args.output.eval_params:
         return _eval_only(args, problem, log)
     floor = resolve_noise_floor(args.output.noise_floor_mrad, args.output.noise_floor_from, log,
@@ -116,6 +117,7 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None], run_
                                                     probe_margin=s.fast_probe_margin),
                               low_start=not refit, jacobian_reuse=s.refine_jacobian_reuse,
                               active_set=s.refine_active_set)
+    job_dict, problem_dict = args.job_dict(), args.problem.to_dict()  # config.json's job and problem
     if run_dir is not None:
         search = (Search.resumed(problem, settings, run_dir, log) if args.output.resume
                   else Search(problem, settings, run_dir, log=log))
@@ -124,12 +126,12 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None], run_
         search = Search.resumed(problem, settings, run_dir, log)
     else:
         run_dir = RunFolder.new(args.output.log_dir).path
-        write_config(run_dir, args.to_dict(), {"param_space": problem.space.describe(),
-                                               "robot": problem.robot.name, "ee_frame": problem.robot.ee_frame,
-                                               "runs": [str(r.source) for r in problem.runs],
-                                               "heldout_runs": [str(r.source) for r in problem.heldout]})
+        write_config(run_dir, problem_dict, job_dict, {"param_space": problem.space.describe(),
+                                                       "robot": problem.robot.name, "ee_frame": problem.robot.ee_frame,
+                                                       "runs": [str(r.source) for r in problem.runs],
+                                                       "heldout_runs": [str(r.source) for r in problem.heldout]})
         search = Search(problem, settings, run_dir, log=log)
-    wb = WandbLog(args.output.wandb, run_dir, args.to_dict(), log)
+    wb = WandbLog(args.output.wandb, run_dir, {**problem_dict, **job_dict}, log)
     search.on_generation = lambda rec: wb.log(rec.to_row(search.cmaes.run_names), rec.iteration)
     sp = problem.space
     log(f"fitting {sp.dim} parameters ({', '.join(sp.group_names)}) on {len(problem.runs)} run(s) "
@@ -236,7 +238,7 @@ def _window_sections(windows: list[WindowComparison], joint_names) -> list[Secti
 def _context(args: FitArgs, problem: FitProblem) -> list[str]:
     """Report lines about how the runs were replayed (what the log does not record)."""
     out = [f"robot: `{problem.robot.name}` ({problem.robot.n_dof} joints); EE frame used: {problem.robot.ee_frame} "
-           "(config.json: args.replay.ee_offset)"]
+           "(config.json: problem.replay.ee_offset)"]
     r = args.replay
     if r.replay == "torque":
         out.append(f"torque replay (--replay torque): `{r.torque_signal}`"
@@ -260,7 +262,7 @@ def _eval_only(args: FitArgs, problem: FitProblem, log: Callable[[str], None]) -
     except (OSError, ValueError, KeyError) as exc:
         raise FitError(f"--eval_params {path}: {exc}") from None
     out = RunFolder.new(args.output.log_dir, suffix=EVAL_SUFFIX).path
-    write_config(out, args.to_dict())
+    write_config(out, args.problem.to_dict(), args.job_dict())
     write_eval_outputs(out, problem.all_runs, ev)
     joint_names = problem.space.joint_names
     log(ev.table(joint_names))

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from isaaclab_sysid.evaluate.friction_score import bounded_step
-from isaaclab_sysid.fit.config import ParamsConfig
+from isaaclab_sysid.jobs.fit_args import ParamsConfig
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.objective.param_space import GROUPS, GroupSpec, ParamSpace
 from isaaclab_sysid.objective.residuals import weighted_residuals

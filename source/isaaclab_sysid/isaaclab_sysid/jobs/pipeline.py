@@ -107,7 +107,7 @@ def fit_cli(argv: Sequence[str] | None = None) -> int:
     """The fit's command line (``scripts/fit.py`` and its documented alias ``scripts/sysid_franka_osc.py``): the
     fit's options in the shared vocabulary (default ``sys.argv[1:]``), the fit, and with ``--export`` the intervals
     and the export on the folder it wrote; returns the exit status."""
-    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.jobs.fit_args import FitArgs
     from isaaclab_sysid.jobs.fit_job import main_from_args
     from isaaclab_sysid.utils.cli import parse
 

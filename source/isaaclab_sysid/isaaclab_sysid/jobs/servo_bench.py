@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from isaaclab_sysid.data.run import Run
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.fit.problem import build_problem
+from isaaclab_sysid.objective.problem_record import ProblemRecord
 from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.importers.run_import import import_runs
@@ -65,10 +66,10 @@ def split_by_gain(runs: Sequence[Run], fit_kp: Sequence[float], heldout_kp: Sequ
     return fit, held
 
 
-def position_mae(result: FitResult, args: FitArgs, log: Callable[[str], None] = lambda s: None) -> dict[str, float]:
+def position_mae(result: FitResult, record: ProblemRecord, log: Callable[[str], None] = lambda s: None) -> dict[str, float]:
     """Fit and held-out runs' position MAE [rad] by run name: each replayed free-running with the fitted values
-    (``args``: the fit's flags with ``fit_groups`` the result's groups)."""
-    problem = build_problem(args, log)
+    (``record``: the fit's problem with ``fit_groups`` the result's groups)."""
+    problem = build_problem(record, log)
     try:
         dec = {k: np.asarray(v)[None] if np.ndim(v) else np.asarray([v]) for k, v in result.values.items()}
         batch = result.space.batch_from_decoded(dec, 1)
@@ -96,7 +97,7 @@ def fit_and_score(raw_dir: str | Path, fit_kp: Sequence[float], heldout_kp: Sequ
     run_dir = run_fit(args, log)
     result = RunFolder(Path(run_dir)).read_result()
     eval_args = FitArgs.build(**{**flags, "fit_groups": ",".join(result.space.group_names)})
-    maes = position_mae(result, eval_args)
+    maes = position_mae(result, eval_args.problem)
     held_names = {r.name for r in held}
     return BenchScore(
         fit_dir=Path(run_dir),

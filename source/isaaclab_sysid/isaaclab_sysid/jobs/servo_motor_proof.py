@@ -194,7 +194,7 @@ def heldout_mae(fit_dir: Path, heldout_csv: Sequence[str]) -> dict[str, float]:
 
     ctx = FitContext.load(fit_dir)
     names = {Path(c).stem for c in heldout_csv}
-    return {k: 1e3 * v for k, v in position_mae(ctx.result, ctx.args).items() if k in names}
+    return {k: 1e3 * v for k, v in position_mae(ctx.result, ctx.record).items() if k in names}
 
 
 def judge(fit_dir: str | Path, heldout_csv: Sequence[str], truth: MotorTruth = XL330_TRUTH) -> MotorVerdict:
@@ -225,7 +225,7 @@ def run_proof(out: str | Path, fit_logs: Sequence[tuple[float, str]] = FULL_FIT,
     """The whole proof (module doc), in process: the jobs the scripts call (``import_runs.py --format bam``,
     ``sysid_franka_osc.py`` with its defaults, ``compute_intervals.py``)."""
     from isaaclab_sysid.export.build import FitContext, intervals_for
-    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.jobs.fit_args import FitArgs
     from isaaclab_sysid.jobs.fit_job import run_fit
 
     out = Path(out)

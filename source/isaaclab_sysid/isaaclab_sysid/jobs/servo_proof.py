@@ -226,11 +226,10 @@ def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None =
     import tyro
 
     from isaaclab_sysid.export.build import FitContext
-    from isaaclab_sysid.fit.problem import build_problem
     from isaaclab_sysid.fit.refine import refine_point
     from isaaclab_sysid.objective.result import FitResult
     from isaaclab_sysid.intervals.combine import compute_all
-    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.jobs.fit_args import FitArgs, resolve_problem
     from isaaclab_sysid.jobs.fit_job import run_fit
 
     truth = frictionless() if truth is None else truth
@@ -245,7 +244,7 @@ def delay_case(out: str | Path, duration_s: float = 4.0, fit_delay: int | None =
         result, problem = ctx.result, ctx.problem()
         adequacy = result.adequacy.to_json() if result.adequacy is not None else {}
     else:
-        problem = build_problem(tyro.cli(FitArgs, args=flags, use_underscores=True), log=lambda s: None)
+        problem = resolve_problem(tyro.cli(FitArgs, args=flags, use_underscores=True), log=lambda s: None)
         space, obj = problem.space, problem.objective()
         viscous = "viscous" in space.group_names
         true_vals = {g: (truth.delay if g == "delay" else
@@ -279,7 +278,7 @@ def run_proof(out: str | Path, duration_s: float = 20.0, groups: str = FULL_GROU
     import tyro
 
     from isaaclab_sysid.export.build import FitContext, intervals_for
-    from isaaclab_sysid.fit.config import FitArgs
+    from isaaclab_sysid.jobs.fit_args import FitArgs
     from isaaclab_sysid.jobs.fit_job import run_fit
 
     out = Path(out)

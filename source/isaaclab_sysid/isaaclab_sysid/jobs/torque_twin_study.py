@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.robots import load_robot

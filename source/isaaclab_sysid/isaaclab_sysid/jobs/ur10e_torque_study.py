@@ -28,7 +28,7 @@ import numpy as np
 
 from isaaclab_sysid.importers.torque_runs import TorqueSource, read_ur10e_torque_run
 from isaaclab_sysid.evaluate.window_scores import WindowScore, common_windows, window_scores
-from isaaclab_sysid.fit.config import FitArgs
+from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import RunFolder
@@ -263,4 +263,4 @@ def run_study(size: StudySize, work: Path, log: Callable[[str], None] = print) -
             + "".join(f"; {m} diverged in {s.diverged}/{s.windows}" for m, s in scores[w].items() if not s.scored)
             + f"; all three finite in {sum(int(k.sum()) for k in keep)}")
     return StudyResult(scores, fit, fit_dir, rb_dir, [f.name for f in valid], common,
-                       float(RunFolder(fit_dir).read_args().replay.window_s))
+                       float(RunFolder(fit_dir).read_problem().replay.window_s))

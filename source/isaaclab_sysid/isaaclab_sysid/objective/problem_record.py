@@ -1,10 +1,17 @@
-"""The fit's configuration: one nested, documented dataclass for the CLI, ``config.json`` and ``--resume``.
+"""The problem a fit solves, as one typed record: :class:`ProblemRecord`, what ``config.json`` stores under
+``problem`` and :meth:`~isaaclab_sysid.fit.run_folder.RunFolder.read_problem` reads back.
 
-``scripts/sysid_franka_osc.py`` parses :class:`FitArgs` with tyro (the attribute
-docstrings are its ``--help``; the sections' prefixes are omitted, so the flags
-stay flat: ``--runs``, ``--num_envs``, ...). ``config.json`` stores
-:meth:`FitArgs.to_dict` (nested by section) and ``--resume`` reads it back with
-:meth:`FitArgs.from_dict`, which also reads the flat layout of older fit folders.
+The record holds the resolved facts a :class:`~isaaclab_sysid.fit.problem.FitProblem` is built from, in five
+sections: the runs (:class:`RunsConfig`), the fitted groups with their bounds (:class:`ParamsConfig`), the loss
+weights (:class:`LossConfig`), the replay: robot, backend, the real controller's facts, the torque replay
+(:class:`ReplayConfig`), and where the population is evaluated (:class:`ClusterConfig`). Each field has its docstring
+and unit; the same sections are the fit's flags (``jobs/fit_args.py``: ``FitArgs`` adds the search and the outputs,
+which are not the problem), so what a user sets is what is stored. The fit writes into the record what it resolved
+from the runs (the EE point, the limits, the state age, the torque replay's window, a servo's boxes), so a rebuild from
+``config.json`` (the export, ``--resume``) builds the same problem.
+
+:meth:`ProblemRecord.from_dict` also reads what older fit folders stored: every flag under ``args``, nested by
+section or flat.
 """
 
 from __future__ import annotations
@@ -50,54 +57,6 @@ class RunsConfig:
     """Age of the state in rows logged below 1 kHz [ms]: 0..N, uniform (the newest frame of a state stream; 10 for
     the Franka tooling's 100 Hz stream, 0 for fresh states). Required when a run is logged below 1 kHz and its sidecar
     does not state it ("state_age": {"model": "uniform", "max_ms": N}); overrides the sidecars' when given (docs/fit.md)."""
-
-
-@dataclass
-class SearchConfig:
-    """The search: CMA-ES, then the Levenberg-Marquardt refinement."""
-
-    num_envs: int = 64
-    """CMA-ES population size = simulated envs per run block (candidates per generation)."""
-    max_iter: int = 40
-    """Number of CMA-ES generations."""
-    refine_iter: int = 30
-    """Levenberg-Marquardt budget per track and phase on the replay residuals, in finite-difference iterations
-    (0 = off): at most this many finite-difference Jacobians (one rollout per continuous parameter each) and this many
-    such iterations' rollouts; the --refine_jacobian_reuse steps between them spend one rollout each. A fit that
-    converges stops before it; at 10 (the default before) the task-impedance twin never converged and scored 1.7x
-    worse on its held-out run (docs/fit.md)."""
-    refine_delay_neighbours: int | None = None
-    """Delays the refinement re-optimizes beside the best one: d-k..d+k ticks (default: every delay in the bounds)."""
-    refine_jacobian_reuse: int = 3
-    """Levenberg-Marquardt steps taken from a Broyden-updated Jacobian between two finite-difference Jacobians
-    (0 = a finite-difference Jacobian, one rollout per continuous parameter, every iteration). A step from an updated
-    Jacobian costs one rollout; every stopping test is taken on a finite-difference one (docs/fit.md)."""
-    refine_active_set: bool = True
-    """Solve each Levenberg-Marquardt step over the free parameters only: one at its bound whose gradient points out
-    of the box is held there (--no_refine_active_set: every parameter takes part and the step is clipped to the
-    bounds afterwards, which bends it and crawls along the bounds: the behaviour before; docs/fit.md)."""
-    x0: str = "low"
-    """CMA-ES start: low (sliding regime: armature 20 %, friction/viscous 5 % of their ranges), center, a
-    sysid_best_params.json (or the fit folder holding it), a seed from scripts/seed_fit.py (rigid-body joint terms; groups missing from a file start low),
-    or a servo part (export_dr.py --servo_model; docs/servo_arms.md). With low or center, an arm config's servo parts
-    (servo_model) seed the groups they hold."""
-    sigma: float = 0.25
-    """Initial CMA-ES step size in the normalized parameter space (every group scaled to [0, 1] within its bounds)."""
-    seed: int = 0
-    """Random seed of the optimizer (same seed and runs give the same result)."""
-    strategy: Literal["cmaes", "fast"] | None = None
-    """Search strategy: fast (the default: the refinement straight from --x0 and the low start with every delay
-    profiled; CMA-ES runs only when a short probe around its optimum beats it by --fast_probe_margin)
-    or cmaes (CMA-ES generations, then the refinement). Default: fast, or cmaes with --refine_iter 0 (docs/fit.md,
-    "Search strategy")."""
-    fast_probe_generations: int = 3
-    """The fast path's probe: CMA-ES generations around its optimum, run when its residual (above 2x the white noise)
-    or disagreeing starts make it suspect; CMA-ES runs only when the probe beats the optimum by --fast_probe_margin
-    (0 = no probe: fall back whenever suspect). Costs generations x --fast_probe_popsize rollouts per fit run."""
-    fast_probe_popsize: int = 16
-    """Candidates per probe generation (--fast_probe_generations)."""
-    fast_probe_margin: float = 0.05
-    """The fraction by which the probe must lower the fast optimum's loss to send the search to CMA-ES."""
 
 
 @dataclass
@@ -271,40 +230,6 @@ class ReplayConfig:
 
 
 @dataclass
-class OutputConfig:
-    """Outputs, resume and evaluation-only runs."""
-
-    save_interval: int = 5
-    """Write checkpoint_<iter>.json every this many generations (and at the end)."""
-    log_dir: Annotated[str, tyro.conf.arg(aliases=("--out",))] = "logs/sysid"
-    """Folder under which each fit writes <timestamp>/ with all outputs (--out; --log_dir its older spelling; before
-    this release the default was logs/sysid_franka: give --out logs/sysid_franka to keep writing there)."""
-    resume: str | None = None
-    """Resume the fit in this output folder from its newest checkpoint (its config.json supplies every other option)."""
-    eval_params: str | None = None
-    """Skip the optimizer: score this sysid_best_params.json or checkpoint_<iter>.json, or the fit folder holding a
-    sysid_best_params.json (and the nominal parameters), on the given runs."""
-    wandb: bool = False
-    """Log progress to Weights & Biases (offline mode unless WANDB_MODE says otherwise)."""
-    plots: bool = True
-    """Write the report's plots (PNG, and the interactive report.html)."""
-    noise_floor_mrad: float | None = None
-    """Joint-position noise floor of one run [mrad] for the adequacy verdict (e.g. the RMS between two repeats of a
-    run / sqrt(2)); default: --noise_floor_from, else estimated from the residual's high-frequency part (white
-    measurement noise only)."""
-    noise_floor_from: Annotated[list[tuple[str, str]], Repeat] = field(default_factory=list)
-    """Two CSVs recorded as repeats of one excitation (same setpoints, gains and time base; checked), e.g.
-    --noise_floor_from run.csv run_repeat.csv (sidecars: the CSV path with .json): the verdict's noise floor is the RMS
-    of their q difference / sqrt(2) [mrad], per joint and pooled; repeat the flag to pool several pairs (docs/fit.md)."""
-    quiet: bool = False
-    """Suppress the per-generation progress line."""
-    export: bool = False
-    """After the fit, run the rest of the pipeline on its folder: every interval (scripts/compute_intervals.py's
-    defaults: intervals.json) and the exports (scripts/export_dr.py's defaults: <fit>/export/sysid_dr.{json,yaml}
-    and sysid_dr_isaaclab.py); a stage that refuses exits non-zero with its one-line reason."""
-
-
-@dataclass
 class ClusterConfig:
     """Where the population is evaluated: this process, or Ray workers on one or many machines (docs/cluster.md)."""
 
@@ -320,56 +245,59 @@ class ClusterConfig:
     """Limit [s] for a worker to start or to answer one slice of a batch; past it the worker is killed and its slice re-run on another."""
 
 
-_SECTIONS = {"runs": RunsConfig, "search": SearchConfig, "params": ParamsConfig, "loss": LossConfig,
-             "replay": ReplayConfig, "output": OutputConfig, "cluster": ClusterConfig}
+#: the record's sections, as ``config.json`` nests them
+SECTIONS = {"runs": RunsConfig, "params": ParamsConfig, "loss": LossConfig, "replay": ReplayConfig,
+            "cluster": ClusterConfig}
+
+
+#: every section name a stored layout may nest (the record's and the fit job's: search, output)
+ALL_SECTIONS = ("runs", "search", "params", "loss", "replay", "output", "cluster")
+
+
+def section_values(d: dict) -> dict:
+    """The flat name -> value of a stored layout: sections nested (``{"replay": {...}}``) or flat (older folders)."""
+    flat: dict = {}
+    for k, v in d.items():
+        if k in ALL_SECTIONS and isinstance(v, dict):
+            flat.update(v)
+        else:
+            flat[k] = v
+    return flat
+
+
+def sections_from(flat: dict, sections: dict) -> tuple[dict, set]:
+    """Each section of ``sections`` (name -> class) built from the flat values it names (bounds as tuples), and the
+    names used."""
+    out, used = {}, set()
+    for name, typ in sections.items():
+        names = {f.name for f in fields(typ)}
+        kw = {k: v for k, v in flat.items() if k in names}
+        used |= set(kw)
+        for k, v in kw.items():
+            if k.endswith("_bounds") and v is not None:
+                kw[k] = tuple(v)
+        out[name] = typ(**kw)
+    return out, used
 
 
 @dataclass
-class FitArgs:
-    """System identification of joint dynamics by CMA-ES replay (see docs/fit.md)."""
+class ProblemRecord:
+    """The problem a fit solves: its runs, fitted groups and bounds, loss weights, replay and backend (see the module
+    docstring); ``config.json``'s ``problem``."""
 
-    runs: tyro.conf.OmitArgPrefixes[RunsConfig] = field(default_factory=RunsConfig)
-    search: tyro.conf.OmitArgPrefixes[SearchConfig] = field(default_factory=SearchConfig)
-    params: tyro.conf.OmitArgPrefixes[ParamsConfig] = field(default_factory=ParamsConfig)
-    loss: tyro.conf.OmitArgPrefixes[LossConfig] = field(default_factory=LossConfig)
-    replay: tyro.conf.OmitArgPrefixes[ReplayConfig] = field(default_factory=ReplayConfig)
-    output: tyro.conf.OmitArgPrefixes[OutputConfig] = field(default_factory=OutputConfig)
-    cluster: tyro.conf.OmitArgPrefixes[ClusterConfig] = field(default_factory=ClusterConfig)
-
-    @classmethod
-    def build(cls, **flat) -> "FitArgs":
-        """Arguments from flat flag names (``FitArgs.build(real_csv=[...], num_envs=16)``); unknown names refused."""
-        return cls.from_dict(flat, strict=True)
+    runs: RunsConfig = field(default_factory=RunsConfig)
+    params: ParamsConfig = field(default_factory=ParamsConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
 
     @classmethod
-    def from_dict(cls, d: dict, strict: bool = False) -> "FitArgs":
-        """Read :meth:`to_dict`'s nested layout, or the flat layout of older ``config.json`` files.
-
-        Raises:
-            TypeError: ``strict`` and a name that no section has.
-        """
-        flat: dict = {}
-        for k, v in d.items():
-            if k in _SECTIONS and isinstance(v, dict):
-                flat.update(v)
-            else:
-                flat[k] = v
-        out = {}
-        used = set()
-        for name, typ in _SECTIONS.items():
-            names = {f.name for f in fields(typ)}
-            kw = {k: v for k, v in flat.items() if k in names}
-            used |= set(kw)
-            for k, v in kw.items():
-                if k.endswith("_bounds") and v is not None:
-                    kw[k] = tuple(v)
-            out[name] = typ(**kw)
-        unknown = set(flat) - used
-        if strict and unknown:
-            raise TypeError(f"unknown fit option(s): {', '.join(sorted(unknown))}")
-        return cls(**out)
+    def from_dict(cls, d: dict) -> "ProblemRecord":
+        """Read :meth:`to_dict`'s layout, or an older folder's flags (nested by section or flat; the search's and the
+        outputs' flags among them are not the problem and are skipped)."""
+        return cls(**sections_from(section_values(d), SECTIONS)[0])
 
     def to_dict(self) -> dict:
         """Nested by section, JSON-able (tuples as lists)."""
         return {name: {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(getattr(self, name)).items()}
-                for name in _SECTIONS}
+                for name in SECTIONS}
