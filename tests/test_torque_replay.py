@@ -266,8 +266,13 @@ def test_seed_fit_carries_the_ls_offsets_into_the_torque_offset_start(robot, tmp
     args = FitArgs.build(real_csv=["x.csv"], fit_groups="armature,friction,viscous,delay,torque_offset",
                          torque_offset_bounds=(-1.0, 1.0))
     space = build_space(args.problem, names)
-    x = start_point(str(path), space)
-    assert np.allclose(space.decode(x)["torque_offset"], OFFSET)
+    lines: list[str] = []
+    x = start_point(str(path), space, log=lines.append)
+    assert np.allclose(space.decode(x)["torque_offset"], OFFSET) and not lines
+    # without the group the file's offsets are not used, and the fit says so (never dropped silently)
+    plain = build_space(FitArgs.build(real_csv=["x.csv"], fit_groups="armature,friction,viscous,delay").problem, names)
+    start_point(str(path), plain, log=lines.append)
+    assert len(lines) == 1 and "holds torque_offset" in lines[0] and "needs torque_offset in --fit_groups" in lines[0]
     # an identification without the offset column seeds no offset (the fit starts at zero offset)
     RbParams.write(p, {"robot": robot.name, "output": {"signal": "tau_J", "unit": "N m"},
                        "base_parameters": {"names": ["a"], "qr": {"n_samples": 10, "seed": 0, "tol": 1e-8}},

@@ -427,7 +427,20 @@ def start_point(spec: str, space: ParamSpace, log: Callable[[str], None] = print
     for g in space.groups:
         if g.name in given.values:
             x[space.slice(g.name)] = from_file[space.slice(g.name)]
+    dropped = [g for g in given.space.group_names if g not in space.group_names]
+    if dropped:
+        log(dropped_groups_line(spec, dropped))
     return x
+
+
+def dropped_groups_line(spec: str, dropped: Sequence[str]) -> str:
+    """The line that says a start file's groups the fit does not fit are not used (never dropped silently)."""
+    text = (f"--x0 {spec}: holds {', '.join(dropped)}, which --fit_groups does not fit: not used (the fit holds "
+            "them at their nominal values; add them to --fit_groups to start them from this file)")
+    if "torque_offset" in dropped:
+        text += ("; the rigid-body step's torque offsets belong with its inertials (its gravity is both together): "
+                 "a torque replay with --nominal needs torque_offset in --fit_groups (docs/rigid_body.md)")
+    return text
 
 
 def _servo_part_file(spec: str):
