@@ -23,7 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import tyro
 
 from isaaclab_sysid.benchmarking import peers

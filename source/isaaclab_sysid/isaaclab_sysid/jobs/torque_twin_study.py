@@ -19,7 +19,7 @@ from isaaclab_sysid.jobs.fit_args import FitArgs
 from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.jobs.fit_job import run_fit
 from isaaclab_sysid.robots import load_robot
-from isaaclab_sysid.twin.torque_twin import DELAY, OFFSET, TRUTH, write_twin
+from isaaclab_sysid.twin.torque_twin import OFFSET, TRUTH, write_twin
 
 GROUPS = ("armature", "friction", "viscous", "torque_offset")
 

@@ -113,7 +113,7 @@ def mass_section(res: RigidBodyIdentification) -> str:
 
 def report_sections(res: RigidBodyIdentification, pngs: list[str]) -> list[str]:
     """The sections of ``report.md`` (Markdown); ``pngs``: the plots, relative to the report."""
-    reg, rec, unit, held = res.regressor, res.reconstruction, res.data.unit, res.heldout
+    reg, unit, held = res.regressor, res.data.unit, res.heldout
     names = reg.robot.joint_names
     return [
         f"# Rigid-body identification report: {reg.robot.name}",
