@@ -192,3 +192,49 @@ def test_streamed_score_test_gives_the_dense_statistic():
     assert stream.joints == dense.joints and stream.threshold == dense.threshold
     assert dense.predicted_gain is not None and dense.predicted_gain > 0
     np.testing.assert_allclose(stream.predicted_gain, dense.predicted_gain, rtol=1e-4, atol=1e-8)
+
+
+def test_streamed_law_forecast_gives_the_dense_forecast():
+    """Issue 45: ``jobs/law_choice.forecast`` (the friction-law auto choice's Gauss-Newton forecast) streams its
+    sensitivity above the dense limit and steps from the p x p normal equations, as the score test does: on a 1 s
+    MuJoCo twin, from a start off the truth, the same forecast (total and per channel) as the dense path."""
+    pytest = __import__("pytest")
+    pytest.importorskip("isaaclab_sysid.twin.recorder")
+    from isaaclab_sysid.benchmarking.peers import twin
+    from isaaclab_sysid.jobs import law_choice
+    from isaaclab_sysid.jobs.law_choice import forecast
+    from isaaclab_sysid.robots import load_robot
+    from isaaclab_sysid.sim.interface import ReplayOptions
+    from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
+    from isaaclab_sysid.twin.demo import joint_target
+    from isaaclab_sysid.twin.recorder import record_twin
+
+    robot = load_robot("franka_panda")
+    p = twin(1.0)
+    run = record_twin(robot, joint_target(robot, 1.0, 41, "fit_a"), p, seed=1, log_rate_hz=1000.0)
+    space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in GROUPS}, 7, robot.joint_names)
+    x0 = space.normalize({"armature": 1.3 * np.asarray(p.armature), "friction": 0.7 * np.asarray(p.friction),
+                          "viscous": 1.2 * np.asarray(p.viscous), "delay": int(p.delay)})
+    be = MujocoBackend(robot, ReplayOptions(), n_threads=1)
+    try:
+        obj = ReplayObjective(space, be, [run])
+        calls: list[int] = []
+        orig = law_choice.streamed_sensitivity
+        law_choice.streamed_sensitivity = lambda *a, **k: calls.append(1) or orig(*a, **k)
+        try:
+            dense = forecast(obj, x0, streamed=False)
+            assert not calls  # below the limit (and forced off): the dense sensitivity
+            stream = forecast(obj, x0, streamed=True)
+            n_stream = len(calls)
+            auto = forecast(obj, x0, dense_limit_mb=0.0)  # over the limit: streamed
+        finally:
+            law_choice.streamed_sensitivity = orig
+        assert n_stream >= 2 and len(calls) == 2 * n_stream  # re-linearized on the streamed path, both times
+    finally:
+        be.close()
+    assert dense is not None and stream is not None and auto is not None
+    assert dense[0] > 0
+    np.testing.assert_allclose(stream[0], dense[0], rtol=1e-4)
+    np.testing.assert_allclose(auto[0], stream[0], rtol=1e-12)
+    for c in dense[1]:
+        np.testing.assert_allclose(stream[1][c], dense[1][c], rtol=1e-4, atol=1e-12 * dense[0])

@@ -31,7 +31,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from isaaclab_sysid.evaluate.friction_score import bounded_step
+from isaaclab_sysid.evaluate.friction_score import (DENSE_LIMIT_MB, bounded_step, bounded_step_normal,
+                                                     dense_sensitivity_mb, streamed_sensitivity)
 from isaaclab_sysid.jobs.fit_args import ParamsConfig
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.objective.param_space import GROUPS, GroupSpec, ParamSpace
@@ -240,28 +241,40 @@ def bic_of(ssr: dict[str, float], stats: ChannelStats, k: int) -> float:
     return float(total + k * np.log(max(stats.n_eff_total, 1.0)))
 
 
-def forecast(objective: ReplayObjective, x0: np.ndarray, steps: int = FORECAST_STEPS
-             ) -> tuple[float, dict[str, float]] | None:
+def forecast(objective: ReplayObjective, x0: np.ndarray, steps: int = FORECAST_STEPS, streamed: bool | None = None,
+             dense_limit_mb: float = DENSE_LIMIT_MB) -> tuple[float, dict[str, float]] | None:
     """(the bounded Gauss-Newton forecast of a refit's loss, the same per channel) from ``x0`` (the delay held).
 
     Each step is one batched finite-difference rollout and the bounded Gauss-Newton step from it; after the first,
     a step is taken only where the rollout at the stepped point replays finitely and scores below the point before
     it (a law
     whose shape is far from linear at its start, the Gaz sigmoid's slope, is judged after up to ``steps``
-    re-linearizations, not by one linear model). None where the start does not replay finitely."""
+    re-linearizations, not by one linear model). None where the start does not replay finitely.
+
+    ``streamed``: roll the sensitivity out a chunk at a time and solve the step from the p x p normal equations
+    (:func:`~isaaclab_sysid.evaluate.friction_score.streamed_sensitivity`, ``bounded_step_normal``), as the
+    static-friction score test does; None (the default): when the dense arrays would exceed ``dense_limit_mb``
+    (issue 45: the dense forecast of a law was the long fits' memory peak). The forecast is the same to rounding."""
     x = np.asarray(x0, dtype=float)
+    if streamed is None:
+        streamed = dense_sensitivity_mb(objective.space, x, objective.runs) > dense_limit_mb
     best: tuple[float, dict[str, float]] | None = None
     last = np.inf  # the measured loss at the previous point
     widths = objective.space.widths()
     for _ in range(max(1, int(steps))):
         try:
-            sens = sensitivity(objective, x, profile_delay=False)
+            sens = (streamed_sensitivity(objective, x) if streamed
+                    else sensitivity(objective, x, profile_delay=False))
         except IntervalError:  # the law's start (or a stepped point) diverges on a run
             return best
         here = float(sum(float(np.sum(rr * rr)) for rr in sens.r))
         if not here < last:  # the last step did not lower the measured loss: the linear model has run out
             return best
-        step = bounded_step(objective.space, sens)
+        if streamed:
+            g = sum(sc.sum(axis=0) for sc in sens.scores())
+            step = bounded_step_normal(objective.space, sens, sens.hessian(), g)
+        else:
+            step = bounded_step(objective.space, sens)
         if step is None:
             return best
         out = dict.fromkeys(CHANNELS, 0.0)
