@@ -180,6 +180,9 @@ def test_streamed_score_test_gives_the_dense_statistic():
         dense_s, stream_s = sensitivity(obj, xa, profile_delay=False), fs.streamed_sensitivity(obj, xa, chunk=6)
         for a, b in zip(dense_s.J, stream_s.J):
             np.testing.assert_array_equal(a, b)  # the same differences, chunk by chunk
+        # the optimum's residuals hold no more than their own samples (a view into the stencil's block would keep
+        # every candidate's residuals alive as long as the sensitivity lives)
+        assert all(r.base is None or r.base.size == r.size for r in dense_s.r + stream_s.r)
         assert dense_s.fd_notes == stream_s.fd_notes
         dense = fs.static_friction_test(be, space, x0, [run], streamed=False)
         stream = fs.static_friction_test(be, space, x0, [run], streamed=True)

@@ -181,12 +181,14 @@ def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, 
         J, n = st.jacobian(r, div, scale=W, on_diverged="one_sided")
         Js.append(J)
         notes.update(n)
-    r_delay = {d: [r[j] for r in R] for d, j in delay_idx.items() if not div[j]}
+    # copies, not views: a view of one candidate keeps every stencil candidate's residuals (K, T, C) alive as long
+    # as the Sensitivity lives (issue 45)
+    r_delay = {d: [r[j].copy() for r in R] for d, j in delay_idx.items() if not div[j]}
     labels = space.labels()
     windows = backend_windows(objective.backend, runs) or [None] * len(runs)  # a torque run's windows: clusters
     return Sensitivity(
         space=space, x0=x0, value=space.decoded_vector(x0), cont=cont, labels=[labels[i] for i in cont],
-        r=[r[0] for r in R], J=Js, run_names=[r.name for r in runs], delays=[d for d in delays if d in r_delay],
+        r=[r[0].copy() for r in R], J=Js, run_names=[r.name for r in runs], delays=[d for d in delays if d in r_delay],
         r_delay=r_delay, delay0=delay0, n_candidates=len(Xa), fd_notes=notes, step=step, windows=windows,
     )
 
