@@ -148,15 +148,12 @@ def test_per_sample_stop_reads_the_gauss_newton_forecast_on_the_likelihood_ratio
         assert stops[1e-30][1] != "negligible"
 
 
-def test_streamed_score_test_gives_the_dense_statistic():
-    """Issue 45: the static-friction score test's streamed sensitivity (``evaluate/friction_score.py``: the stencil
-    rolled out a few columns at a time into the Jacobian, no (2p + 1) x M block of candidates' residuals; the
-    predicted gain from the p x p normal equations) gives the dense test's z to 1e-9. A 1 s MuJoCo twin of the
-    benchmark arm whose static friction is twice its Coulomb level, at the Coulomb truth: the data want a peak."""
-    pytest = __import__("pytest")
-    pytest.importorskip("isaaclab_sysid.twin.recorder")
+def _one_second_twin(static_ratio: float, seed: int, target_seed: int, scale=(1.0, 1.0, 1.0)):
+    """(robot, run, Coulomb space, x0, MuJoCo backend): a 1 s 1 kHz MuJoCo twin of the benchmark arm whose static
+    friction is ``static_ratio`` times its Coulomb level, and x0 at its Coulomb truth with armature, friction and
+    viscous scaled by ``scale``. The caller closes the backend."""
+    __import__("pytest").importorskip("isaaclab_sysid.twin.recorder")
     from isaaclab_sysid.benchmarking.peers import twin
-    from isaaclab_sysid.evaluate import friction_score as fs
     from isaaclab_sysid.robots import load_robot
     from isaaclab_sysid.sim.interface import ReplayOptions
     from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
@@ -164,12 +161,22 @@ def test_streamed_score_test_gives_the_dense_statistic():
     from isaaclab_sysid.twin.recorder import record_twin
 
     robot = load_robot("franka_panda")
-    p = twin(2.0)
-    run = record_twin(robot, joint_target(robot, 1.0, 40, "fit_a"), p, seed=0, log_rate_hz=1000.0)
+    p = twin(static_ratio)
+    run = record_twin(robot, joint_target(robot, 1.0, target_seed, "fit_a"), p, seed=seed, log_rate_hz=1000.0)
     space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in GROUPS}, 7, robot.joint_names)
-    x0 = space.normalize({"armature": np.asarray(p.armature), "friction": np.asarray(p.friction),
-                          "viscous": np.asarray(p.viscous), "delay": int(p.delay)})
-    be = MujocoBackend(robot, ReplayOptions(), n_threads=1)
+    x0 = space.normalize({"armature": scale[0] * np.asarray(p.armature), "friction": scale[1] * np.asarray(p.friction),
+                          "viscous": scale[2] * np.asarray(p.viscous), "delay": int(p.delay)})
+    return robot, run, space, x0, MujocoBackend(robot, ReplayOptions(), n_threads=1)
+
+
+def test_streamed_score_test_gives_the_dense_statistic():
+    """Issue 45: the static-friction score test's streamed sensitivity (``evaluate/friction_score.py``: the stencil
+    rolled out a few columns at a time into the Jacobian, no (2p + 1) x M block of candidates' residuals; the
+    predicted gain from the p x p normal equations) gives the dense test's z to 1e-9. A 1 s MuJoCo twin of the
+    benchmark arm whose static friction is twice its Coulomb level, at the Coulomb truth: the data want a peak."""
+    from isaaclab_sysid.evaluate import friction_score as fs
+
+    robot, run, space, x0, be = _one_second_twin(2.0, seed=0, target_seed=40)
     try:
         aug = fs.augmented_space(space)
         xa = fs.coulomb_as_static(space, x0, aug)
@@ -201,24 +208,10 @@ def test_streamed_law_forecast_gives_the_dense_forecast():
     """Issue 45: ``jobs/law_choice.forecast`` (the friction-law auto choice's Gauss-Newton forecast) streams its
     sensitivity above the dense limit and steps from the p x p normal equations, as the score test does: on a 1 s
     MuJoCo twin, from a start off the truth, the same forecast (total and per channel) as the dense path."""
-    pytest = __import__("pytest")
-    pytest.importorskip("isaaclab_sysid.twin.recorder")
-    from isaaclab_sysid.benchmarking.peers import twin
     from isaaclab_sysid.jobs import law_choice
     from isaaclab_sysid.jobs.law_choice import forecast
-    from isaaclab_sysid.robots import load_robot
-    from isaaclab_sysid.sim.interface import ReplayOptions
-    from isaaclab_sysid.sim.mujoco_backend import MujocoBackend
-    from isaaclab_sysid.twin.demo import joint_target
-    from isaaclab_sysid.twin.recorder import record_twin
 
-    robot = load_robot("franka_panda")
-    p = twin(1.0)
-    run = record_twin(robot, joint_target(robot, 1.0, 41, "fit_a"), p, seed=1, log_rate_hz=1000.0)
-    space = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in GROUPS}, 7, robot.joint_names)
-    x0 = space.normalize({"armature": 1.3 * np.asarray(p.armature), "friction": 0.7 * np.asarray(p.friction),
-                          "viscous": 1.2 * np.asarray(p.viscous), "delay": int(p.delay)})
-    be = MujocoBackend(robot, ReplayOptions(), n_threads=1)
+    robot, run, space, x0, be = _one_second_twin(1.0, seed=1, target_seed=41, scale=(1.3, 0.7, 1.2))
     try:
         obj = ReplayObjective(space, be, [run])
         calls: list[int] = []

@@ -50,8 +50,8 @@ from isaaclab_sysid.objective.loss import LossWeights
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
 from isaaclab_sysid.intervals.curvature import (SENSITIVITY_CHUNK, IntervalError, Sensitivity, _per_sample_residuals,
-                                                hac_bandwidth, run_meats, sensitivity)
-from isaaclab_sysid.objective.jacobian import Stencil, stencil
+                                                central_stencil, hac_bandwidth, run_meats, sensitivity)
+from isaaclab_sysid.objective.jacobian import Stencil
 from isaaclab_sysid.sim.shooting import backend_windows
 from isaaclab_sysid.intervals.process_noise import estimate_process_noise, replicate_residuals
 from isaaclab_sysid.sim.friction import law_of_groups
@@ -134,7 +134,7 @@ def dense_sensitivity_mb(space: ParamSpace, x0: np.ndarray, runs: Sequence[Run],
     """The size [MB] of the dense test's arrays at ``x0``: every central-stencil candidate's weighted residuals, the
     Jacobian and its stacked copy (:func:`predicted_gain`), (K + 2p) x M float64 (M = samples x channels over the
     runs), held at once."""
-    st = stencil(np.clip(np.asarray(x0, dtype=float), 0.0, 1.0), space.continuous_index(), step, "central")
+    st = central_stencil(space, x0, step)[2]
     M = sum(r.q.shape[0] * (2 * r.q.shape[1] + 3) for r in runs)
     return (len(st.X) + 2 * len(st.index)) * M * 8 / 1e6
 
@@ -147,11 +147,7 @@ def streamed_sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float
     the Jacobian by the same :meth:`~isaaclab_sysid.objective.jacobian.Stencil.jacobian` (a one-sided difference where
     a neighbour diverged, NaN where both did), so the numbers are the dense ones."""
     space, runs = objective.space, objective.runs
-    x0 = np.clip(np.asarray(x0, dtype=float), 0.0, 1.0)
-    if x0.shape != (space.dim,):
-        raise IntervalError(f"x0 has {x0.size} entries, the parameter space {space.dim}")
-    cont = space.continuous_index()
-    st = stencil(x0, cont, step, "central")
+    x0, cont, st = central_stencil(space, x0, step)
     p = len(cont)
     W = space.widths()[cont]
     R0, div0 = _per_sample_residuals(objective, st.X[:1], chunk)
@@ -236,11 +232,17 @@ def bounded_step(space: ParamSpace, sens: Sensitivity) -> np.ndarray | None:
     r = np.concatenate([v.reshape(-1) for v in sens.r])
     if not (np.all(np.isfinite(J)) and np.all(np.isfinite(r))):
         return None
+    return lsq_linear(J, -r, bounds=_step_bounds(space, sens)).x
+
+
+def _step_bounds(space: ParamSpace, sens: Sensitivity) -> tuple[np.ndarray, np.ndarray]:
+    """(p,) lower and upper bounds of a step from ``sens``'s point that keep each continuous entry inside its search
+    bounds (decoded units; a zero-width side widened by 1e-15 for the solver)."""
     lo, hi = space.bounds()
     k = np.asarray(sens.cont)
     v = np.asarray(sens.value, dtype=float)[k]
     lo_d, hi_d = np.minimum(lo[k] - v, 0.0), np.maximum(hi[k] - v, 0.0)
-    return lsq_linear(J, -r, bounds=(lo_d, hi_d + 1e-15 * (hi_d <= lo_d))).x
+    return lo_d, hi_d + 1e-15 * (hi_d <= lo_d)
 
 
 def predicted_gain(space: ParamSpace, sens: Sensitivity) -> float | None:
@@ -265,11 +267,7 @@ def bounded_step_normal(space: ParamSpace, sens: Sensitivity, H: np.ndarray, g: 
     keep = lam > 1e-14 * max(float(lam.max()), 1e-300)
     A = np.sqrt(lam[keep])[:, None] * V[:, keep].T
     b = -(V[:, keep].T @ g) / np.sqrt(lam[keep])
-    lo, hi = space.bounds()
-    k = np.asarray(sens.cont)
-    v = np.asarray(sens.value, dtype=float)[k]
-    lo_d, hi_d = np.minimum(lo[k] - v, 0.0), np.maximum(hi[k] - v, 0.0)
-    return lsq_linear(A, b, bounds=(lo_d, hi_d + 1e-15 * (hi_d <= lo_d))).x
+    return lsq_linear(A, b, bounds=_step_bounds(space, sens)).x
 
 
 def predicted_gain_normal(space: ParamSpace, sens: Sensitivity, H: np.ndarray, g: np.ndarray) -> float | None:

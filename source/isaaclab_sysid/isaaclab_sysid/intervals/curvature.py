@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.signal import fftconvolve
 
-from isaaclab_sysid.objective.jacobian import stencil
+from isaaclab_sysid.objective.jacobian import Stencil, stencil
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.objective.param_space import ParamSpace
 from isaaclab_sysid.objective.residuals import weighted_residuals
@@ -144,6 +144,16 @@ def _per_sample_residuals(objective: ReplayObjective, Xa: np.ndarray,
     return R, div
 
 
+def central_stencil(space: ParamSpace, x0: np.ndarray, step: float = 1e-3) -> tuple[np.ndarray, np.ndarray, Stencil]:
+    """(``x0`` clipped to [0, 1] (D,), the continuous entries' indices (p,), their central finite-difference stencil of
+    ``step`` in the normalized space); a vector of the wrong size is refused (:class:`IntervalError`)."""
+    x0 = np.clip(np.asarray(x0, dtype=float), 0.0, 1.0)
+    if x0.shape != (space.dim,):
+        raise IntervalError(f"x0 has {x0.size} entries, the parameter space {space.dim}")
+    cont = space.continuous_index()
+    return x0, cont, stencil(x0, cont, step, "central")
+
+
 def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, profile_delay: bool = True) -> Sensitivity:
     """Roll out the optimum, its finite-difference neighbours and the delay profile in one backend call.
 
@@ -153,11 +163,7 @@ def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, 
         step: finite-difference step in the normalized space (fraction of each bound width).
     """
     space, runs = objective.space, objective.runs
-    x0 = np.clip(np.asarray(x0, dtype=float), 0.0, 1.0)
-    if x0.shape != (space.dim,):
-        raise IntervalError(f"x0 has {x0.size} entries, the parameter space {space.dim}")
-    cont = space.continuous_index()
-    st = stencil(x0, cont, step, "central")
+    x0, cont, st = central_stencil(space, x0, step)
     X = list(st.X)
     delays: list[int] = []
     delay_idx: dict[int, int] = {}

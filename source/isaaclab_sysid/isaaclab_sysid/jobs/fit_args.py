@@ -185,10 +185,8 @@ class FitArgs:
 
 def check_job_flags(args: FitArgs) -> None:
     """Refuse a search or output flag that cannot work, before any file is read (one line naming the flag); the
-    problem's are checked by :func:`~isaaclab_sysid.fit.problem.check_record`."""
+    problem's (``--runs`` among them) are checked by :func:`~isaaclab_sysid.fit.problem.check_record`."""
     s = args.search
-    if not args.runs.real_csv:
-        raise FitError("no runs: give at least one run: --runs FILE [FILE ...]")
     if s.num_envs < 2:
         raise FitError("--num_envs must be at least 2")
     if s.max_iter < 1:
