@@ -34,7 +34,7 @@ from isaaclab_sysid.fit.state_age_source import resolve_state_age
 from isaaclab_sysid.robots import Robot, load_robot
 from isaaclab_sysid.robots.config import RobotConfig
 from isaaclab_sysid.sim.factory import BackendUnavailableError, RayOptions, make_backend
-from isaaclab_sysid.sim.friction import law_of_groups
+from isaaclab_sysid.sim.friction import LAWS, law_of_groups
 from isaaclab_sysid.sim.interface import ReplayBackend, ReplayOptions
 from isaaclab_sysid.sim.state_age import StateAgeBackend, StateAgeModel
 
@@ -68,6 +68,10 @@ class FitProblem:
         return ReplayObjective(self.space, self.backend, self.runs, self.weights, self.traj_weights)
 
 
+#: the friction groups ``--fit_groups auto`` chooses among (not to be named beside it): every law's groups
+AUTO_CHOSEN_GROUPS = frozenset(g for law in LAWS.values() for g in law.groups + law.fit_groups) | {"dynamic_ratio"}
+
+
 def check_record(record: ProblemRecord) -> None:
     """Refuse an option of the problem that cannot work, before any file is read (one line naming the flag; the
     search's and the outputs' flags: ``jobs.fit_args.check_job_flags``)."""
@@ -89,6 +93,12 @@ def check_record(record: ProblemRecord) -> None:
         raise FitError("--state_age_ms must be >= 0 (0 = fresh states)")
     if not record.params.stribeck_velocity > 0:
         raise FitError("--stribeck_velocity must be > 0 [rad/s]")
+    extras = record.params.auto_extras()
+    dry = [g for g in extras if g in AUTO_CHOSEN_GROUPS or g in LAWS]
+    if dry:
+        raise FitError(f"--fit_groups auto,{','.join(extras)}: {', '.join(dry)} is friction, which auto chooses; give "
+                       f"the groups to fit beside its choice (e.g. auto,torque_offset), or the friction groups without "
+                       f"auto")
     groups = set(record.params.groups())
     if "friction" in groups and "mu_static" in groups:
         raise FitError("--fit_groups: friction (Coulomb) and mu_static (static-friction group: Coulomb = dynamic_ratio x "

@@ -75,7 +75,8 @@ class ParamsConfig:
     delay, then refit with the static-friction group from that optimum where the score test asks for static friction
     or a Gauss-Newton step forecasts half of --auto_static_margin, and keep the static fit if the test fired or the
     refit lowered the loss by the margin (the log says what it chose, the loss ratio, the forecast and each joint's z;
-    fit_groups_auto.json)."""
+    fit_groups_auto.json). auto,GROUP,...: the same choice with GROUPs fitted beside it (e.g. auto,torque_offset on torque
+    runs; not a friction group: auto chooses those)."""
     auto_laws: str = "sigmoid,load,dahl"
     """--fit_groups auto, second step: the friction laws weighed against the Coulomb / static answer (comma-separated:
     sigmoid, load, dahl; none to skip). Each is refitted from the Coulomb optimum only where a Gauss-Newton forecast
@@ -130,16 +131,29 @@ class ParamsConfig:
     stribeck_velocity: float = 0.05
     """Stribeck velocity of the static-friction group [rad/s] when not fitted: friction Fc + (Fs - Fc) exp(-(v/vs)^2)."""
 
+    def _tokens(self) -> list[str]:
+        return [g.strip() for g in self.fit_groups.split(",") if g.strip()]
+
     @property
     def auto(self) -> bool:
-        """``--fit_groups auto``: the friction model chosen on evidence (jobs/model_choice.py)."""
-        return self.fit_groups.strip() == "auto"
+        """``--fit_groups auto`` (or ``auto,GROUP,...``): the friction model chosen on evidence
+        (jobs/model_choice.py, jobs/law_choice.py)."""
+        tokens = self._tokens()
+        return bool(tokens) and tokens[0] == "auto"
+
+    def auto_extras(self) -> list[str]:
+        """The groups ``--fit_groups auto,GROUP,...`` fits beside auto's choice (e.g. ``torque_offset`` on torque
+        runs, ``kp`` where the gains are unknown), in the order given; [] for plain ``auto`` or explicit groups."""
+        return self._tokens()[1:] if self.auto else []
 
     def groups(self) -> list[str]:
-        """The group names of ``fit_groups``, in the order given (``auto``: the Coulomb set it starts from), a
-        friction law's name (stribeck, sigmoid, load, dahl) expanded to its groups (sim/friction.py)."""
-        spec = FIT_GROUPS_DEFAULT if self.auto else self.fit_groups
-        return expand_law_aliases(g.strip() for g in spec.split(",") if g.strip())
+        """The group names of ``fit_groups``, in the order given (``auto``: the Coulomb set it starts from, then
+        the extra groups of ``auto,GROUP,...``), a friction law's name (stribeck, sigmoid, load, dahl) expanded to
+        its groups (sim/friction.py)."""
+        if self.auto:
+            base = FIT_GROUPS_DEFAULT.split(",")
+            return base + [g for g in dict.fromkeys(self.auto_extras()) if g not in base]
+        return expand_law_aliases(self._tokens())
 
     def bounds_of(self, group: str) -> tuple[float, float] | None:
         """The bounds flag of ``group`` (None for an unknown group)."""

@@ -86,5 +86,5 @@ def print_seed(seed: FitSeed, robot_name: str, path: Path) -> None:
     print(f"wrote {path}; start the fit with: python scripts/sysid_franka_osc.py --x0 {path}")
     if "torque_offset" in seed.values:
         print("  a torque replay (--replay torque) with --nominal applies these offsets only when it fits them: add "
-              "torque_offset to --fit_groups (the LS's gravity is its inertials and its offsets together; the "
+              "torque_offset to --fit_groups (auto,torque_offset with the default friction choice; the LS's gravity is its inertials and its offsets together; the "
               "inertials alone leave a constant bias where an offset is large, issue 43)")
