@@ -240,7 +240,7 @@ def _offset_fix(d: TorqueResidualDiagnostics) -> str:
     """What fixes the offsets: the end effector or gravity that explains them, else the offset group."""
     f = d.explanation()
     if f is None:
-        return ("fit the offset (--fit_groups auto,torque_offset or ...,torque_offset; seed_fit.py seeds it from the LS offsets: with --nominal "
+        return ("fit the offset (--fit_groups ...,torque_offset, or auto,torque_offset; seed_fit.py seeds it from the LS offsets: with --nominal "
                 "from identify_rigid_body.py the LS's gravity is its inertials and its offsets together, so a replay "
                 "that drops the offsets shows them here)")
     share = f"{100 * f.explained:.0f} % of it"
