@@ -10,6 +10,13 @@ finite-difference Jacobian; ``fg_lr`` from the Jacobian it holds now), Jacobian 
 
     python benchmarks/refine_profile.py RUN.csv OUT.json [more fit flags]
     python benchmarks/refine_profile.py --show OUT.json          # one line per iteration
+    python benchmarks/refine_profile.py --delays FIT_DIR OUT.json 0 1 2   # each delay refined fully, held fixed
+
+``--delays`` asks whether a fit's delay is the optimum of its model or where its delay profile stopped: each given
+delay is refined at that delay alone (phase 1 only, ``--max_iter`` finite-difference Jacobians, ``rtol`` 1e-6, no
+per-sample or tie stop) from the fit's own track at that delay and from the fit's best point moved there, and the
+losses are compared on the likelihood-ratio scale of the per-sample tests, (L(d) - L_min) / (L_min / n_eff)
+(fit/refine.py), with the Gauss-Newton forecast of what each could still gain.
 """
 
 from __future__ import annotations
@@ -76,8 +83,55 @@ def show(path: str) -> str:
     return "\n".join(lines)
 
 
+def delays(fit_dir: str, out: str, ds: list[int], max_iter: int = 40) -> dict:
+    """Refine the fit in ``fit_dir`` at each delay of ``ds`` with that delay held fixed (module docstring)."""
+    from isaaclab_sysid.export.build import FitContext
+    from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
+    from isaaclab_sysid.objective.residuals import effective_samples
+
+    ctx = FitContext.load(fit_dir)
+    obj = ctx.problem().objective()
+    space = obj.space
+    tracks = ctx.result.refine.tracks if ctx.result.refine is not None else []
+    best_x = np.asarray(ctx.result.best_x if hasattr(ctx.result, "best_x") else min(tracks, key=lambda t: t.loss).x)
+    res: dict = {"fit_dir": fit_dir, "fit_tracks": {int(t.delay): float(t.loss) for t in tracks}, "delays": {}}
+    settings = RefineSettings(max_iter=max_iter, rtol=1e-6, delay_neighbours=0, stat_tol=None, separate_level=None,
+                              tie_level=None)
+    t0 = time.perf_counter()
+    for d in ds:
+        own = [np.asarray(t.x) for t in tracks if int(t.delay) == d]
+        starts = own + [space.with_delay(best_x, d)]
+        ref = LMRefiner(obj, settings)
+        st = ref.start(starts[0], starts[1:], labels=["own track", "best moved"][:len(starts)] if own else ["best moved"])
+        ref.run(st)
+        b = st.best()
+        R, _ = obj.residuals_chunked(b.x[None, :], 1)
+        n_eff = effective_samples(R[0], ref.shapes, len(ref.cont))
+        A, g = ref._normal(b) if ref._holds_normal(b) else (None, None)
+        fg = ref.forecast_gain(b, (A, g)) if A is not None else float("nan")
+        res["delays"][d] = dict(loss=b.loss, n_eff=float(n_eff), iterations=st.iteration, stop=b.stop,
+                                start=b.start, forecast=float(fg),
+                                tracks=[dict(start=t.start, loss=t.loss, stop=t.stop, accepted=t.accepted)
+                                        for t in st.tracks], t=time.perf_counter() - t0)
+        print(d, res["delays"][d], flush=True)
+        with open(out, "w") as f:
+            json.dump(res, f, indent=1)
+    Lmin = min(v["loss"] for v in res["delays"].values())
+    for d, v in res["delays"].items():
+        v["lr"] = (v["loss"] - Lmin) / (Lmin / v["n_eff"])
+        v["forecast_lr"] = v["forecast"] / (v["loss"] / v["n_eff"])
+        print(f"delay {d}: loss {v['loss']:.6e} (fit's track {res['fit_tracks'].get(d, float('nan')):.6e}), "
+              f"LR {v['lr']:.1f} on n_eff {v['n_eff']:.0f}, forecast left {v['forecast_lr']:.2g}, "
+              f"{v['iterations']} iterations, stop {v['stop']} ({v['start']})")
+    with open(out, "w") as f:
+        json.dump(res, f, indent=1)
+    return res
+
+
 if __name__ == "__main__":
-    if len(sys.argv) >= 3 and sys.argv[1] == "--show":
+    if len(sys.argv) >= 4 and sys.argv[1] == "--delays":
+        delays(sys.argv[2], sys.argv[3], [int(a) for a in sys.argv[4:]] or [0, 1, 2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "--show":
         print(show(sys.argv[2]))
     elif len(sys.argv) >= 3:
         profile(sys.argv[1], sys.argv[2], sys.argv[3:])
