@@ -144,13 +144,48 @@ def test_friction_laws_conform_with_mujoco(robot, backends, name):
 
 def test_refuses_groups_newton_cannot_represent(backends):
     il, _ = backends
-    for g in ("load_friction_motor", "load_friction_external"):
+    for g in ("torque_offset", "motor_kt"):
         with pytest.raises(UnsupportedParameterError, match=g):
             il.rollout(CandidateBatch(**{g: np.full((1, N), 0.5)}), [])
     with pytest.raises(ValueError, match="max_delay"):
         il.rollout(CandidateBatch(delay=np.array([il.max_delay + 1])), [])
     with pytest.raises(ValueError, match=">= 0"):
         il.rollout(CandidateBatch(armature=-np.ones((1, N))), [])
+
+
+def test_load_law_conforms_with_mujoco(robot, backends):
+    """Issue 46: BAM's load-dependent law, its budget Fc + |k_ext tau_ext - k_motor tau_motor| written as every env's
+    joint friction every tick from Newton's inverse dynamics of every env (bias.py: g(q) and C(q, qd) qd), replays as
+    the native MuJoCo loop does: the gravity-compensated runs gravity-free, the gearbox carrying the gravity the scene
+    does not simulate (joint PD and task impedance), and a joint-PD run under the scene's own gravity. The law is no
+    no-op at the tolerance: Coulomb friction at its level Fc moves q by far more."""
+    il, mj = backends
+    one = np.ones((2, N))
+    base = dict(armature=0.1 * one, viscous=0.3 * one, delay=np.array([1, 2]), friction=0.2 * one)
+    law = CandidateBatch(**base, load_friction_motor=np.array([[0.05] * N, [0.03] * N]),
+                         load_friction_external=np.array([[0.04] * N, [0.06] * N]))
+    runs = [pd_run(robot, duration=1.0), task_run(robot, duration=1.0)]
+    a, m = il.rollout(law, runs), mj.rollout(law, runs)
+    coulomb = mj.rollout(CandidateBatch(**base), runs)
+    for r in range(2):
+        q_rms = _rms(a[r].q, m[r].q)
+        print(f"load {runs[r].name}: q RMS [urad] {np.round(q_rms * 1e6, 3)}, max {np.abs(a[r].q - m[r].q).max() * 1e6:.2f}")
+        assert not a[r].diverged.any() and np.all(q_rms < Q_RMS_TOL), q_rms
+        assert np.abs(a[r].q - m[r].q).max() < Q_MAX_TOL
+        assert _rms(coulomb[r].q, m[r].q).min() > 20 * Q_RMS_TOL
+    opts = ReplayOptions(gravity=True)
+    il_g, mj_g = IsaacLabBackend(robot, opts), MujocoBackend(robot, opts, n_threads=2)
+    try:
+        run = [pd_run(robot, duration=0.5)]
+        a, m = il_g.rollout(law, run)[0], mj_g.rollout(law, run)[0]
+        coulomb = mj_g.rollout(CandidateBatch(**base), run)[0]
+    finally:
+        il_g.close()
+        mj_g.close()
+    q_rms = _rms(a.q, m.q)
+    print(f"load pd under gravity: q RMS [urad] {np.round(q_rms * 1e6, 3)}")
+    assert not a.diverged.any() and np.all(q_rms < Q_RMS_TOL), q_rms
+    assert _rms(coulomb.q, m.q).min() > 20 * Q_RMS_TOL
 
 
 def test_refuses_a_torque_run_naming_the_backend_that_can(robot, backends):

@@ -41,7 +41,7 @@ import torch
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.robots.overrides import JointOverrides
 from isaaclab_sysid.robots.robot import Robot
-from isaaclab_sysid.sim.friction import LAWS, batch_law, law_of_id
+from isaaclab_sysid.sim.friction import LAWS, LOAD_BUDGET_FLOOR, batch_law, law_of_id
 from isaaclab_sysid.sim.interface import (
     CandidateBatch,
     ReplayBackend,
@@ -52,6 +52,7 @@ from isaaclab_sysid.sim.interface import (
     check_supported,
     replay_gravity,
 )
+from isaaclab_sysid.sim.isaaclab_backend.bias import BiasTorques, newton_state
 from isaaclab_sysid.sim.isaaclab_backend.asset import robot_usd
 from isaaclab_sysid.sim.isaaclab_backend.controllers import (
     PinocchioArm,
@@ -62,6 +63,7 @@ from isaaclab_sysid.sim.isaaclab_backend.controllers import (
     mat_to_quat_wxyz,
 )
 from isaaclab_sysid.sim.isaaclab_backend.scene import ArmIO, ReplayScene, arm_articulation_cfg, make_spec
+from isaaclab_sysid.sim.mujoco_backend import GRAVITY
 from isaaclab_sysid.sim.schedule import RunSchedule, schedule_of
 from isaaclab_sysid.timebase import TICK_S
 
@@ -86,12 +88,13 @@ class IsaacLabBackend(ReplayBackend):
     """
 
     name = "isaaclab"
-    #: the friction laws (sim/friction.py) it runs: Stribeck as a friction coefficient written every tick (Newton's
-    #: joint friction is MuJoCo's frictionloss), the sigmoid and Dahl laws as a torque added every tick; the load law
-    #: (which needs the bias torque of every env) is refused
+    #: the friction laws (sim/friction.py) it runs: Stribeck and the load law as a friction coefficient written every
+    #: tick (Newton's joint friction is MuJoCo's frictionloss; the load budget from every env's gravity and Coriolis
+    #: torque, Newton's inverse dynamics: bias.py), the sigmoid and Dahl laws as a torque added every tick
     supported_groups = frozenset({"armature", "friction", "viscous", "delay", "mu_static", "dynamic_ratio",
                                   "stribeck_velocity", "stribeck_shape", "sigmoid_amplitude", "sigmoid_slope",
-                                  "sigmoid_offset", "presliding_stiffness"})
+                                  "sigmoid_offset", "presliding_stiffness", "load_friction_motor",
+                                  "load_friction_external"})
 
     def __init__(
         self,
@@ -233,8 +236,7 @@ class IsaacLabBackend(ReplayBackend):
         """Replay every run for every candidate (see :class:`ReplayBackend`).
 
         Raises:
-            UnsupportedParameterError: a group of the load-dependent friction law, or a force law (sigmoid, Dahl)
-                under ``torque_clamp``.
+            UnsupportedParameterError: a force law (sigmoid, Dahl) under ``torque_clamp``, a torque or servo run.
         """
         check_supported(batch, self.supported_groups, self.name)
         torque = [r.name for r in runs if r.meta.controller == "torque"]
@@ -322,10 +324,10 @@ class ReplayProgram:
         self.scheds, self.params, self.P, self.E = scheds, params, P, E
         self.W = options.warmup_ticks
         law = law_of_id(params["law_id"][0]) if "law_id" in params else LAWS["coulomb"]
-        # a force law's torque must not pass through the delayed PD actuator (it would be delayed): its joint_pd
-        # envs are computed in torch, like the slew limit's
-        self.blocks = blocks = _EnvBlocks.layout(scheds, params, P, E, n,
-                                                 slew_on=bool(options.slew_limit) or law.acts_as == "force")
+        # a force law's torque must not pass through the delayed PD actuator (it would be delayed), and the load law
+        # needs the motor's torque of the tick: their joint_pd envs are computed in torch, like the slew limit's
+        self.blocks = blocks = _EnvBlocks.layout(scheds, params, P, E, n, slew_on=bool(options.slew_limit)
+                                                 or law.acts_as == "force" or law.name == "load")
         self.q_init = torch.tensor(np.stack([scheds[r].q_init for r in blocks.run_of]), **f64)
         self.last = max(s.last_tick for s in scheds)
         self.n_ticks = self.W + self.last + 1
@@ -340,6 +342,11 @@ class ReplayProgram:
         # the feed-forward effort of every env: the torque envs' applied torque, 0 for the others
         self.effort = torch.zeros(E, n, **f64)
         self.extra: torch.Tensor | None = None
+        gravity = {replay_gravity(options, s.gravity_compensated) for s in scheds}
+        if len(gravity) > 1:
+            raise ValueError("one ReplayProgram replays runs of one gravity setting (the scene has gravity or not)")
+        #: the load law: the gravity [m/s^2] the gearbox carries that the replay does not simulate (docs/friction.md)
+        self.carried_gravity = 0.0 if gravity.pop() else GRAVITY
         self.friction = _Friction(law, params, blocks, f64) if law.name != "coulomb" else None
         self.done = False
 
@@ -367,7 +374,7 @@ class ReplayProgram:
         pos_target = torch.where(self._native_t[:, None], self.qtab[j][self._run_t], self.q_init)
         eff = self.effort if self.extra is None else self.effort + self.extra
         if self.friction is not None:  # the friction law of this tick: a friction written, or a torque added
-            eff = eff + self.friction.step(self._arm, qd)
+            eff = eff + self.friction.step(self._arm, qd, self.effort, self.carried_gravity)
         return pos_target, torch.where(self.div.diverged[:, None], 0.0, eff)
 
     def sampled(self, k: int) -> list[tuple[int, int]]:
@@ -450,8 +457,15 @@ class _EnvBlocks:
 
 class _Friction:
     """The friction law of the batch, every tick (sim/friction.py; the native loop's order): the Stribeck budget
-    from the velocity at the tick's start written as every env's joint friction coefficient; the sigmoid's torque
-    from that velocity; the Dahl torque from its state, which then advances over the tick. Idle envs: none."""
+    from the velocity at the tick's start written as every env's joint friction coefficient; the load budget
+    ``Fc + |k_ext tau_ext - k_motor tau_motor|`` (floored at ``LOAD_BUDGET_FLOOR``) from the state at the tick's start
+    and the tick's applied torque, written likewise; the sigmoid's torque from that velocity; the Dahl torque from its
+    state, which then advances over the tick. Idle envs: none (the load budget is the floor).
+
+    The load law's torques are the native loop's (replay.c ``load_budget``, reference.py): ``tau_ext = -(C(q, qd) qd +
+    g(q))`` and ``tau_motor = applied + g_c(q)``, g the gravity torque (``dU/dq``) under the simulated gravity and, in
+    a gravity-free replay of a gravity-compensated arm, under the gravity the gearbox carries (``g_c``, 9.81 m/s^2
+    along -z, not simulated: the motor holds it); both from Newton's inverse dynamics of every env (bias.py)."""
 
     def __init__(self, law, params: dict, blocks: "_EnvBlocks", f64: dict) -> None:
         act = torch.tensor(blocks.active, device=f64["device"])[:, None]
@@ -459,12 +473,30 @@ class _Friction:
         self.p = torch.tensor(params["law_p"][blocks.cand_of], **f64) * act[..., None]
         self.fc = torch.tensor(params["friction"][blocks.cand_of], **f64) * act
         self.state = torch.zeros_like(self.fc)
-        if law.name not in ("stribeck", "sigmoid", "dahl"):
+        self._bias: BiasTorques | None = None
+        if law.name not in ("stribeck", "sigmoid", "dahl", "load"):
             raise UnsupportedParameterError(f"backend 'isaaclab' cannot run the {law.name} friction law")
 
-    def step(self, arm: "ArmIO", qd: torch.Tensor) -> torch.Tensor:
-        """(E, N) the torque the law adds this tick (0 for a budget law, which is written to ``arm`` instead)."""
+    def step(self, arm: "ArmIO", qd: torch.Tensor, applied: torch.Tensor | None = None,
+             carried_gravity: float = 0.0) -> torch.Tensor:
+        """(E, N) the torque the law adds this tick (0 for a budget law, which is written to ``arm`` instead).
+
+        Args:
+            qd: (E, N) joint velocities at the tick's start [rad/s].
+            applied: (E, N) the actuator's torque of the tick [N m] (the load law).
+            carried_gravity: gravity [m/s^2] the gearbox carries that the scene does not simulate (the load law).
+        """
         p = self.p
+        if self.law.name == "load":
+            if self._bias is None or self._bias.view is not arm.robot.root_view:
+                self._bias = BiasTorques(arm.robot, carried_gravity)
+            g_sim_and_carried, cqd = self._bias(newton_state())
+            g_carried = g_sim_and_carried if carried_gravity else torch.zeros_like(cqd)
+            tau_ext = -(cqd + g_sim_and_carried)
+            tau_motor = applied + g_carried
+            b = self.fc + (p[..., 1] * tau_ext - p[..., 0] * tau_motor).abs()
+            arm.write_friction(torch.clamp(b, min=LOAD_BUDGET_FLOOR))
+            return torch.zeros_like(qd)
         if self.law.name == "stribeck":
             x = (qd / torch.where(p[..., 1] > 0, p[..., 1], 1.0)).abs()
             e = torch.where(p[..., 2] == 2.0, x * x, x ** p[..., 2])
