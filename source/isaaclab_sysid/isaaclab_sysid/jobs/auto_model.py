@@ -109,15 +109,17 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
         log(f"--fit_groups auto, friction law: kept {lc.law_of_groups(groups).name} ({why})")
         return search, base, None
     base_obj = dataclasses.replace(problem, space=base.space).objective()
-    stats = lc.channel_stats(base_obj, base.best_x)
+    run_stats = lc.run_channel_stats(base_obj, base.best_x)
+    stats = lc.pooled(run_stats)
     n, n_eff = stats.n_total, stats.n_eff_total
     base_name = lc.law_of_groups(groups).name
     k0 = lc.continuous_count(base.space)
     scores = [lc.LawScore(base_name, groups, k0, float(base.best_score), lc.bic_of(stats.ssr, stats, k0), refit=True,
                           note="the base model")]
-    best_bic, answer = scores[0].bic, (search, base, base_name)
+    best_bic = scores[0].bic
     base_refined = False
     law_hits: dict[str, set[str]] = {}  # law -> its refit's armature entries at a bound
+    refitted: dict[str, tuple[Search, FitResult, FitProblem, lc.LawScore]] = {}
     for law in cands:
         space = lc.law_space(base.space, law, args.params)
         bad = [g for g in space.group_names if g not in problem.backend.supported_groups]
@@ -150,7 +152,7 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
                 scores[0].loss = float(base.best_score)
                 scores[0].bic = lc.bic_of(lc.channel_ssr(base_obj, base.best_x), stats, k0)
                 scores[0].note = "the base model, refined with a law refit's budget"
-                best_bic, answer = scores[0].bic, (search, base, base_name)
+                best_bic = scores[0].bic
             if not sc.forecast_bic < best_bic:
                 sc.note = "its forecast cannot beat the refined base's BIC: not refitted"
                 continue
@@ -168,13 +170,14 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
         stopped = res.not_converged
         if stopped:  # its BIC is an upper bound: a law that did not converge may be rejected too early
             sc.note = "its refit did not converge (" + "; ".join(v.reason for v in stopped) + "): its BIC is an upper bound"
-        if sc.bic < best_bic:
-            best_bic, answer = sc.bic, (srch, res, law)
+        refitted[law] = (srch, res, sub, sc)
+        best_bic = min(best_bic, sc.bic)  # a later law is refitted only where its forecast could beat this one
+    answer, reason, loro_runs, loro_note = confirm_laws(problem, base_obj, search, base, base_name, scores[0],
+                                                        refitted, run_stats)
     chosen = answer[2]
-    reason = ("the lowest BIC on the fit runs" if chosen != base_name else
-              "no law lowers the BIC on the fit runs")
     choice = lc.LawChoice(base_name, chosen, n, n_eff, scores, reason,
-                          freed=lc.freed_by(lc.armature_at_bound(base), law_hits))
+                          freed=lc.freed_by(lc.armature_at_bound(base), law_hits), loro_runs=loro_runs,
+                          loro_note=loro_note)
     log(choice.line())
     for line in choice.freed_lines():
         log(f"--fit_groups auto: {line}")
@@ -183,6 +186,53 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
         return search, base, choice
     RunFolder(_mkdir(run_dir / base_name)).write_result(base)
     return answer[0], answer[1], choice
+
+
+def confirm_laws(problem: FitProblem, base_obj, search: Search, base: FitResult, base_name: str, base_score: lc.LawScore,
+                 refitted: dict[str, tuple[Search, FitResult, FitProblem, lc.LawScore]],
+                 run_stats: list[lc.ChannelStats]) -> tuple[tuple[Search, FitResult, str], str, list[str], str]:
+    """The answer among the base and the refitted laws: the lowest BIC among the laws whose BIC is below the base's
+    *and* whose leave-one-run-out prediction of the fit runs beats the base's (:func:`lc.leave_one_run_out`,
+    :func:`lc.confirm`); each such law's and the base's scores go into their :class:`lc.LawScore`. With one fit run
+    there is no run to leave out: the lowest BIC is the answer, said so. Returns the answer (search, result, law),
+    the reason, the left-out runs and the check's note."""
+    ranked = sorted((sc.bic, law) for law, (_, _, _, sc) in refitted.items() if sc.bic < base_score.bic)
+    if not ranked:
+        return (search, base, base_name), "no law lowers the BIC on the fit runs", [], ""
+    names = [r.name for r in problem.runs]
+    if len(names) < 2:
+        law = ranked[0][1]
+        srch, res, _, _ = refitted[law]
+        return ((srch, res, law), "the lowest BIC on the fit runs, unconfirmed", [],
+                "one fit run: no run to leave out, the law rests on the BIC alone (record a second run to check it)")
+    base_loro = lc.leave_one_run_out(base_obj, base.best_x, run_stats)
+    if base_loro is None:
+        law = ranked[0][1]
+        srch, res, _, _ = refitted[law]
+        return ((srch, res, law), "the lowest BIC on the fit runs, unconfirmed", [],
+                f"the {base_name} model's leave-one-run-out replay did not stay finite: the law rests on the BIC alone")
+    base_score.loro = base_loro.score
+    confirmed: list[str] = []
+    for _, law in ranked:
+        _, res, sub, sc = refitted[law]
+        lo = lc.leave_one_run_out(sub.objective(), res.best_x, run_stats)
+        if lo is None:
+            sc.confirmed, sc.note = False, (sc.note + "; " if sc.note else "") + "its optimum does not replay finitely"
+            continue
+        c = lc.confirm(law, lo, base_loro)
+        sc.loro, sc.loro_delta, sc.confirmed = lo.score, c.delta, c.confirmed
+        if c.confirmed:
+            confirmed.append(law)
+    note = ("leave-one-run-out prediction (each run replayed at the numbers fitted on the others; predictive score "
+            f"per left-out run {'/'.join(names)})")
+    if confirmed:
+        law = confirmed[0]  # ranked by BIC
+        srch, res, _, _ = refitted[law]
+        return ((srch, res, law), "the lowest BIC on the fit runs, confirmed by leave-one-run-out prediction", names,
+                note)
+    return ((search, base, base_name),
+            f"the BIC preferred {' then '.join(law for _, law in ranked)}, but no such law predicts the runs left out "
+            f"of its fit better than {base_name}: kept {base_name}", names, note)
 
 
 def _mkdir(path: Path) -> Path:

@@ -58,6 +58,9 @@ class LawScore:
         loss: the fit loss (SSR) at its optimum (None: not refitted); bic: its BIC (None: not refitted).
         forecast_loss: the Gauss-Newton forecast of a refit's loss from the law's start (None for the base).
         forecast_bic: the BIC of that forecast; refit: whether the law was refitted; note: why not, or what failed.
+        loro: per left-out run, the model's leave-one-run-out predictive score (:class:`Loro`; None: not computed);
+        loro_delta: per left-out run, that score minus the base's (a law only); confirmed: whether leave-one-run-out
+        prediction confirmed the law (None: not asked).
     """
 
     law: str
@@ -69,6 +72,9 @@ class LawScore:
     forecast_bic: float | None = None
     refit: bool = False
     note: str = ""
+    loro: list[float] | None = None
+    loro_delta: list[float] | None = None
+    confirmed: bool | None = None
 
 
 @dataclass
@@ -83,6 +89,9 @@ class LawChoice:
     reason: str = ""
     #: armature entries at a bound under the base model -> the refitted laws that free them
     freed: dict[str, list[str]] = field(default_factory=dict)
+    #: the left-out runs of the leave-one-run-out check (empty: not run), and what the check did or why it did not run
+    loro_runs: list[str] = field(default_factory=list)
+    loro_note: str = ""
 
     def line(self) -> str:
         """The log line: the choice, then each model's k, loss and BIC (or forecast)."""
@@ -90,14 +99,21 @@ class LawChoice:
         for s in self.scores:
             if s.bic is not None:
                 note = f" ({s.note})" if s.note and s.note != "the base model" else ""
-                parts.append(f"{s.law} k={s.k} loss {s.loss:.4g} BIC {s.bic:.1f}{note}")
+                loro = ""
+                if s.loro is not None:
+                    loro = " LORO " + "/".join(f"{v:.1f}" for v in s.loro)
+                if s.loro_delta is not None:
+                    loro += (" (vs base " + "/".join(f"{v:+.1f}" for v in s.loro_delta) + ": "
+                             + ("confirmed" if s.confirmed else "not confirmed") + ")")
+                parts.append(f"{s.law} k={s.k} loss {s.loss:.4g} BIC {s.bic:.1f}{loro}{note}")
             elif s.forecast_bic is not None:
                 parts.append(f"{s.law} k={s.k} forecast loss {s.forecast_loss:.4g} BIC {s.forecast_bic:.1f} "
                              f"({s.note or 'not refitted'})")
             else:
                 parts.append(f"{s.law}: {s.note}")
+        loro = f"; {self.loro_note}" if self.loro_note else ""
         return (f"--fit_groups auto, friction law -> {self.chosen}: {self.reason} (n_eff {self.n_eff:.0f} of "
-                f"{self.n} residuals; " + "; ".join(parts) + ")")
+                f"{self.n} residuals{loro}; " + "; ".join(parts) + ")")
 
     def freed_lines(self) -> list[str]:
         """One line per armature entry the base model left at a bound and a refitted law frees."""
@@ -177,6 +193,9 @@ def law_start(coulomb: ParamSpace, x: np.ndarray, space: ParamSpace, law: str) -
     return space.normalize(vals)
 
 
+#: the step lengths of a leave-one-run-out fold's line search (1: the full Gauss-Newton step; 0: the all-runs optimum,
+#: kept only where no step lowers the fold's own loss)
+LORO_SCALES = (1.0, 0.5, 0.25, 0.0)
 #: the residual's channels, each with a variance of its own in the likelihood
 CHANNELS = ("q", "dq", "x")
 
@@ -219,17 +238,33 @@ def channel_ssr(objective: ReplayObjective, x: np.ndarray) -> dict[str, float]:
     return out
 
 
+def run_channel_stats(objective: ReplayObjective, x: np.ndarray) -> list[ChannelStats]:
+    """Per fit run, the :class:`ChannelStats` of its residual at the base model's ``x`` (one rollout)."""
+    out: list[ChannelStats] = []
+    ro = objective.rollouts(np.atleast_2d(x))
+    for r in weighted_residuals(ro, objective.runs, objective.weights, objective.traj_weights):
+        n, n_eff, ssr = dict.fromkeys(CHANNELS, 0), dict.fromkeys(CHANNELS, 0.0), dict.fromkeys(CHANNELS, 0.0)
+        for c, a in _split(np.asarray(r.per_sample()[0], dtype=float), objective.space.n_dof).items():
+            t, w = a.shape
+            if w == 0 or not np.any(a):
+                continue
+            n[c] += a.size
+            n_eff[c] += a.size / max(autocorr_inflation(a.ravel(), w, [t], max(1, t // 4)), 1.0)
+            ssr[c] += float(np.sum(a * a))
+        out.append(ChannelStats(n, n_eff, ssr))
+    return out
+
+
+def pooled(stats: Sequence[ChannelStats]) -> ChannelStats:
+    """The runs' :class:`ChannelStats` summed channel by channel."""
+    return ChannelStats({c: int(sum(s.n[c] for s in stats)) for c in CHANNELS},
+                        {c: float(sum(s.n_eff[c] for s in stats)) for c in CHANNELS},
+                        {c: float(sum(s.ssr[c] for s in stats)) for c in CHANNELS})
+
+
 def channel_stats(objective: ReplayObjective, x: np.ndarray) -> ChannelStats:
-    """The :class:`ChannelStats` of the fit runs at the base model's ``x`` (one rollout)."""
-    n, n_eff, ssr = dict.fromkeys(CHANNELS, 0), dict.fromkeys(CHANNELS, 0.0), dict.fromkeys(CHANNELS, 0.0)
-    for c, a in _channel_blocks(objective, x):
-        t, w = a.shape
-        if w == 0 or not np.any(a):
-            continue
-        n[c] += a.size
-        n_eff[c] += a.size / max(autocorr_inflation(a.ravel(), w, [t], max(1, t // 4)), 1.0)
-        ssr[c] += float(np.sum(a * a))
-    return ChannelStats(n, n_eff, ssr)
+    """The :class:`ChannelStats` of the fit runs at the base model's ``x`` (one rollout; the runs pooled)."""
+    return pooled(run_channel_stats(objective, x))
 
 
 def bic_of(ssr: dict[str, float], stats: ChannelStats, k: int) -> float:
@@ -301,3 +336,113 @@ def candidates_for(base_groups: Sequence[str], laws: Sequence[str]) -> tuple[lis
         return [], "no dry-friction group to replace"
     base = law_of_groups(base_groups).name
     return [law for law in laws if law != base], None
+
+
+@dataclass
+class Loro:
+    """One model's leave-one-run-out prediction of the fit runs.
+
+    Attributes:
+        runs: the left-out runs' names, in the fit's order.
+        ssr: per left-out run, per channel, the SSR of the weighted residual of that run replayed at the model's
+            numbers fitted without it (inf where that replay diverged).
+        score: per left-out run, the predictive score ``sum_c n_eff_c log(SSR_c / n_c)`` with that run's
+            per-channel n and n_eff from the base model (lower is better; no penalty per number: the run was not
+            fitted, so a number that fits only noise costs prediction by itself).
+    """
+
+    runs: list[str]
+    ssr: list[dict[str, float]]
+    score: list[float]
+
+
+def run_score(ssr: dict[str, float], stats: ChannelStats) -> float:
+    """``sum_c n_eff_c log(SSR_c / n_c)`` over one run's channels with residuals (inf where an SSR is not finite)."""
+    total = 0.0
+    for c in CHANNELS:
+        if stats.n[c] > 0 and stats.n_eff[c] > 0:
+            if not np.isfinite(ssr[c]):
+                return float("inf")
+            total += stats.n_eff[c] * np.log(max(ssr[c], 1e-300) / stats.n[c])
+    return float(total)
+
+
+def leave_one_run_out(objective: ReplayObjective, x: np.ndarray, run_stats: Sequence[ChannelStats],
+                      streamed: bool | None = None, dense_limit_mb: float = DENSE_LIMIT_MB) -> Loro | None:
+    """The model's leave-one-run-out prediction from its all-runs optimum ``x`` (D,) (the delay held; needs two or
+    more runs).
+
+    For each run i the model is refitted without it by one bounded Gauss-Newton step from ``x`` on the other runs'
+    normal equations, ``sum_{j != i} J_j^T J_j dx = -sum_{j != i} J_j^T r_j`` (the first-order leave-one-out
+    estimate: at the all-runs optimum the other runs' gradient is minus run i's, so the step undoes what run i pulled
+    the numbers to; the per-run Jacobians come from the one batched finite-difference rollout the intervals use),
+    shortened along :data:`LORO_SCALES` to the length that lowers the other runs' loss most (a line search that does
+    not look at run i), and run i is then *replayed* (not linearized) at those numbers: one rollout of
+    R x len(LORO_SCALES) candidates on every run.
+    ``run_stats``: per run, the base model's :class:`ChannelStats` (n, n_eff). None with fewer than two runs or where
+    the optimum does not replay finitely."""
+    runs = objective.runs
+    if len(runs) < 2:
+        return None
+    x = np.asarray(x, dtype=float)
+    if streamed is None:
+        streamed = dense_sensitivity_mb(objective.space, x, runs) > dense_limit_mb
+    try:
+        sens = streamed_sensitivity(objective, x) if streamed else sensitivity(objective, x, profile_delay=False)
+    except IntervalError:
+        return None
+    Hs = [np.einsum("tcp,tcq->pq", np.nan_to_num(J), np.nan_to_num(J)) for J in sens.J]
+    gs = [np.einsum("tcp,tc->p", np.nan_to_num(J), r) for J, r in zip(sens.J, sens.r)]
+    cont = np.asarray(sens.cont)
+    widths = objective.space.widths()
+    x0 = np.asarray(sens.x0, dtype=float)
+    R, S = len(runs), len(LORO_SCALES)
+    X = []
+    for i in range(R):
+        H = sum(h for j, h in enumerate(Hs) if j != i)
+        g = sum(v for j, v in enumerate(gs) if j != i)
+        step = bounded_step_normal(objective.space, sens, H, g)
+        for a in LORO_SCALES:
+            xi = x0.copy()
+            if step is not None:
+                xi[cont] = np.clip(x0[cont] + a * step / widths[cont], 0.0, 1.0)
+            X.append(xi)
+    ro = objective.rollouts(np.asarray(X))
+    res = weighted_residuals(ro, runs, objective.weights, objective.traj_weights)
+    # per candidate, per run: per-channel SSR (inf where the replay diverged)
+    tab = [[dict.fromkeys(CHANNELS, float("inf")) if bool(np.asarray(rr.diverged)[k]) else
+            {c: float(np.sum(a * a)) for c, a in _split(np.asarray(r.per_sample()[k], dtype=float),
+                                                       objective.space.n_dof).items()}
+            for rr, r in zip(ro, res)] for k in range(R * S)]
+    ssr: list[dict[str, float]] = []
+    for i in range(R):
+        # the fold's own line search: the step length that lowers the loss of the runs it was fitted on the most
+        # (run i is not looked at); the full step where the linear model holds, a shorter one where it overshoots
+        train = [sum(sum(tab[i * S + a][j].values()) for j in range(R) if j != i) for a in range(S)]
+        best = int(np.nanargmin(np.where(np.isfinite(train), train, np.inf))) if np.any(np.isfinite(train)) else 0
+        ssr.append(tab[i * S + best][i])
+    return Loro([r.name for r in runs], ssr, [run_score(s, st) for s, st in zip(ssr, run_stats)])
+
+
+@dataclass
+class Confirmation:
+    """A richer law against the base model on leave-one-run-out prediction.
+
+    Attributes:
+        law: the law; delta: per left-out run, the law's predictive score minus the base's (negative: the law
+            predicts the run the fit did not see better); confirmed: the sum is negative and more than half of the
+            runs are predicted better (the evidence holds run by run, not only pooled).
+    """
+
+    law: str
+    delta: list[float]
+    confirmed: bool
+
+
+def confirm(law: str, law_loro: Loro, base_loro: Loro) -> Confirmation:
+    """Whether ``law`` predicts the left-out runs better than the base (:class:`Confirmation`); no threshold: an
+    out-of-sample likelihood already charges each number what it costs in prediction."""
+    d = [a - b if np.isfinite(a) else float("inf") for a, b in zip(law_loro.score, base_loro.score)]
+    total = float(np.sum(d)) if d else float("inf")
+    better = sum(1 for v in d if v < 0)
+    return Confirmation(law, [float(v) for v in d], bool(d) and total < 0 and better * 2 > len(d))
