@@ -91,7 +91,9 @@ def worker(spec_path: str) -> None:
     from isaaclab_sysid.jobs.fit_job import FitArgs, main_from_args
     import tyro
 
-    count = {"rollouts": 0, "sim_s": 0.0, "iterations": 0, "jacobians": 0, "separated": 0, "tied": 0, "stops": []}
+    count = {"rollouts": 0, "sim_s": 0.0, "iterations": 0, "jacobians": 0, "separated": 0, "tied": 0, "stops": [],
+             "tracks": []}
+    live: dict[int, int] = {}  # id(track) -> the iterations it took part in (this refinement)
 
     def counted(fn):
         def wrap(self, X, *a, **k):
@@ -114,6 +116,9 @@ def worker(spec_path: str) -> None:
     orig_step, orig_sten, orig_run = L.step, L._stencils, L.run
 
     def step(self, state):
+        for t in state.tracks:
+            if t.active:
+                live[id(t)] = live.get(id(t), 0) + 1
         rec = orig_step(self, state)
         count["iterations"] += 1
         count["separated"] += len(rec.get("separated", []))
@@ -127,6 +132,10 @@ def worker(spec_path: str) -> None:
     def run(self, state, on_iteration=None):
         out = orig_run(self, state, on_iteration)
         count["stops"].append([[t.delay, t.stop] for t in state.tracks])
+        # per track of this refinement: delay, LM iterations it took part in, stop, loss, crawls (fit/refine.py)
+        count["tracks"].append([[t.delay, live.pop(id(t), 0), t.stop, t.loss, getattr(t, "crawls", 0)]
+                                for t in state.tracks])
+        live.clear()
         return out
 
     L.step, L._stencils, L.run = step, stencils, run
