@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Issue 46 item 4: each friction law, exported to Isaac Lab, replays a twin's held-out run as the fit does.
 
-For each law (Stribeck with a fitted shape exponent and the fit's --stribeck_velocity, the Gaz sigmoid, Dahl, and
-Coulomb for reference): the Franka twin of that law (benchmarks/friction_laws.py: its truth, 1 kHz logs with noise)
+For each law (Stribeck with a fitted shape exponent and the fit's --stribeck_velocity, the Gaz sigmoid, Dahl, BAM's
+load-dependent law, and Coulomb for reference): the Franka twin of that law (benchmarks/friction_laws.py: its truth, 1 kHz logs with noise)
 records a joint-PD fit run and a held-out run; a fit folder holds the twin's numbers as its fitted values; the user's
 export path writes the Isaac Lab module (intervals, ``export/build.export``, Newton, 1 ms physics step); the written
 module is loaded and its actuator replays the held-out run in a kit-less Isaac Lab environment on CPU Newton
@@ -41,7 +41,7 @@ from isaaclab_sysid.sim.mujoco_backend import MujocoBackend  # noqa: E402
 from isaaclab_sysid.twin.demo import joint_target  # noqa: E402
 from isaaclab_sysid.twin.recorder import record_twin  # noqa: E402
 
-LAWS = ("stribeck", "sigmoid", "dahl", "coulomb")
+LAWS = ("stribeck", "sigmoid", "dahl", "load", "coulomb")
 #: the issue's bar [rad]
 Q_RMS_BAR = 1e-5
 
@@ -52,7 +52,7 @@ def fit_values(law: str) -> tuple[dict[str, np.ndarray | int], float]:
     fc, groups = friction_laws.TRUTHS[law] if law != "coulomb" else (friction_laws.COULOMB, {})
     values: dict = {"armature": friction_laws.ARMATURE, "viscous": friction_laws.VISCOUS, "delay": friction_laws.DELAY,
                     **{g: v for g, v in groups.items() if g != "stribeck_velocity"}}
-    if law in ("dahl", "coulomb"):
+    if law in ("dahl", "load", "coulomb"):
         values["friction"] = fc
     vs = float(groups["stribeck_velocity"][0]) if "stribeck_velocity" in groups else 0.05
     return values, vs
@@ -108,6 +108,28 @@ def coulomb_effect(ctx: FitContext, runs, ref: list[np.ndarray]) -> float:
     return float(np.sqrt(np.mean((q - ref[0]) ** 2)))
 
 
+def without_coriolis(mod, robot, runs, options, ref: list[np.ndarray]) -> float:
+    """RMS [rad] between the fit's replay and the exported load-law actuator with the Coriolis term of its budget
+    dropped (g(q) only: the approximation Isaac Lab's articulation data alone would give): how much the Coriolis
+    torque moves q on this run."""
+    import torch
+
+    from isaaclab_sysid.export.parity import parity
+
+    exact = mod._BiasTorques.__call__
+
+    def gravity_only(self):
+        g, cqd = exact(self)
+        return g, torch.zeros_like(cqd)
+
+    mod._BiasTorques.__call__ = gravity_only
+    try:
+        (row,) = parity(mod, robot, runs, options, ref)
+    finally:
+        mod._BiasTorques.__call__ = exact
+    return row.rms
+
+
 def measure(law: str, heldout_s: float, root: Path) -> dict:
     """The parity of one law: the exported actuator's replay of the held-out run against the fit's."""
     from isaaclab_sysid.export.check import load_export_module
@@ -119,10 +141,14 @@ def measure(law: str, heldout_s: float, root: Path) -> dict:
     runs, options = list(problem.heldout), problem.backend.options
     ref = [q for q, _ in fit_rollouts(problem.robot, ctx.result, runs, options)]
     t0 = time.perf_counter()
-    (row,) = parity(load_export_module(module), problem.robot, runs, options, ref)
-    return {"law": law, "samples": len(ref[0]), "q_rms_urad": row.rms * 1e6, "q_max_urad": row.q_max * 1e6,
-            "q_rms_per_joint_urad": np.round(row.q_rms * 1e6, 3).tolist(), "wall_s": time.perf_counter() - t0,
-            "coulomb_instead_urad": coulomb_effect(ctx, runs, ref) * 1e6}
+    mod = load_export_module(module)
+    (row,) = parity(mod, problem.robot, runs, options, ref)
+    out = {"law": law, "samples": len(ref[0]), "q_rms_urad": row.rms * 1e6, "q_max_urad": row.q_max * 1e6,
+           "q_rms_per_joint_urad": np.round(row.q_rms * 1e6, 3).tolist(), "wall_s": time.perf_counter() - t0,
+           "coulomb_instead_urad": coulomb_effect(ctx, runs, ref) * 1e6}
+    if law == "load":
+        out["no_coriolis_urad"] = without_coriolis(mod, problem.robot, runs, options, ref) * 1e6
+    return out
 
 
 def main() -> int:
@@ -140,6 +166,10 @@ def main() -> int:
     for r in rows:
         print(f"| {r['law']} | {r['samples']} | {r['q_rms_urad']:.3f} | {r['q_max_urad']:.2f} | "
               f"{r['coulomb_instead_urad']:.0f} | {r['wall_s']:.1f} |")
+    for r in rows:
+        if "no_coriolis_urad" in r:
+            print(f"load law without its Coriolis term (g(q) only) against the fit's replay: "
+                  f"{r['no_coriolis_urad']:.3f} urad RMS")
     bad = [r["law"] for r in rows if not r["q_rms_urad"] < Q_RMS_BAR * 1e6]
     print("every law within 0.01 mrad RMS" if not bad else f"over the bar: {', '.join(bad)}")
     return 1 if bad else 0

@@ -209,7 +209,8 @@ def test_friction_law_literals_terms_and_refusals():
     """Issue 46 item 4 without Isaac Lab: a sigmoid / Dahl fit's FRICTION_LAW holds every number per joint (the
     sigmoid offset 0 where the fit left it out), the native friction is 0, the law's numbers leave the joint terms
     for one friction_law term whose ranges are cut to each number's domain (SAMPLED_RANGES says so); a Coulomb fit's
-    module carries no law term; the load law and a Dahl fit without its Coulomb level are refused."""
+    module carries no law term; a load-law fit's literal holds Fc and both coefficients (PhysX refused); a Dahl fit
+    without its Coulomb level is refused."""
     from isaaclab_sysid.export.isaaclab_module import generate_module
 
     sig = _law_record({"armature": [0.1, 0.2], "sigmoid_amplitude": [0.5, 0.6], "sigmoid_slope": [8.0, 9.0]},
@@ -235,7 +236,16 @@ def test_friction_law_literals_terms_and_refusals():
                                         viscous="independent")[0])
     assert coulomb["FRICTION_LAW"] == {"name": "coulomb"} and "friction_law" not in coulomb["EVENT_TERMS"]
     assert coulomb["EVENT_TERMS"]["joint_j1"]["params"]["friction_range"] == (0.2, 0.4)
-    with pytest.raises(ValueError, match="load friction law has no Isaac Lab actuator"):
-        generate_module(_law_record({"friction": [0.3, 0.4], "load_friction_motor": [0.1, 0.1]}, {}))
+    load = _law_record({"friction": [0.3, 0.4], "load_friction_motor": [0.1, 0.2]},
+                       {"load_friction_motor[j1]": (-0.1, 0.2), "friction[j2]": (0.2, 0.5)})
+    lit = _literals(generate_module(load, viscous="independent")[0])  # k_ext left out: 0, as the replay takes it
+    assert lit["FRICTION_LAW"] == {"name": "load", "params": {
+        "coulomb_friction": {"j1": 0.3, "j2": 0.4}, "load_friction_motor": {"j1": 0.1, "j2": 0.2},
+        "load_friction_external": {"j1": 0.0, "j2": 0.0}}}
+    assert lit["ACTUATOR_VALUES"]["friction"] == {"j1": 0.3, "j2": 0.4}  # the joint starts at Fc; the budget follows
+    assert "joint_j2" not in lit["EVENT_TERMS"] and lit["EVENT_TERMS"]["friction_law"]["params"]["ranges"] == {
+        "load_friction_motor": {"j1": (0.0, 0.2)}, "coulomb_friction": {"j2": (0.2, 0.5)}}
+    with pytest.raises(ValueError, match="load friction law's module is written for Newton only"):
+        generate_module(load, physics="physx")
     with pytest.raises(ValueError, match="needs the fitted 'friction' group"):
         generate_module(_law_record({"presliding_stiffness": [100.0, 200.0]}, {}))

@@ -156,14 +156,14 @@ def test_fit_groups_take_law_names_and_refuse_incomplete_laws():
 
 
 def test_backends_without_a_law_refuse_it_in_one_line():
-    """The Isaac Lab backend runs the Stribeck, sigmoid and Dahl laws (tests/test_isaaclab_backend.py) but not the
-    load law: a batch with its groups is refused, one line."""
+    """The Isaac Lab backend runs every law (tests/test_isaaclab_backend.py; the load law from Newton's inverse
+    dynamics); what it cannot represent (the servo motor model's groups) is refused, one line."""
     backend = pytest.importorskip("isaaclab_sysid.sim.isaaclab_backend.backend")
     supported = backend.IsaacLabBackend.supported_groups
-    for name in ("stribeck", "sigmoid", "dahl"):
+    for name in ("stribeck", "sigmoid", "dahl", "load"):
         check_supported(law_batch(name), supported, "isaaclab")
     with pytest.raises(UnsupportedParameterError) as exc:
-        check_supported(law_batch("load"), supported, "isaaclab")
+        check_supported(CandidateBatch(motor_kt=np.full((1, N), 0.5)), supported, "isaaclab")
     assert "\n" not in str(exc.value) and "cannot represent" in str(exc.value)
 
 
@@ -178,13 +178,16 @@ def test_exports_refuse_a_law_they_would_reduce():
     for target in ("isaaclab", "usd", "mjcf"):
         check_exported_law(space("armature", "friction", "viscous"), target)
         check_exported_law(space("armature", "mu_static", "dynamic_ratio"), target)
-    # the Isaac Lab module's actuator applies every law but the load-dependent one (tests/test_isaaclab_law_parity.py);
-    # the MJCF driver applies every law (test below); the USD variant holds joint friction levels only
+    # the Isaac Lab module's actuator applies every law (tests/test_isaaclab_law_parity.py), the load-dependent one on
+    # Newton only; the MJCF driver applies every law (test below); the USD variant holds joint friction levels only
     for groups in (("sigmoid_amplitude", "sigmoid_slope"), ("friction", "presliding_stiffness"),
-                   ("mu_static", "stribeck_shape")):
+                   ("mu_static", "stribeck_shape"), ("friction", "load_friction_motor")):
         check_exported_law(space("armature", *groups), "isaaclab")
-    refused = [("isaaclab", ("friction", "load_friction_motor"), "load friction law.*Coriolis"),
-               ("usd", ("sigmoid_amplitude", "sigmoid_slope"), "sigmoid"),
+        check_exported_law(space("armature", *groups), "isaaclab", "newton")
+    with pytest.raises(ExportError, match="load friction law.*Newton only.*Coriolis") as exc:
+        check_exported_law(space("armature", "friction", "load_friction_motor"), "isaaclab", "physx")
+    assert "\n" not in str(exc.value)
+    refused = [("usd", ("sigmoid_amplitude", "sigmoid_slope"), "sigmoid"),
                ("usd", ("friction", "load_friction_motor"), "load"),
                ("usd", ("friction", "presliding_stiffness"), "dahl"),
                ("usd", ("mu_static", "stribeck_shape"), "Stribeck shape")]

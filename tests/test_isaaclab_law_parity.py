@@ -1,8 +1,9 @@
 """Issue 46 item 4, the proof that a fit lands in Isaac Lab as fitted: the exported module's actuator, applied in a
 kit-less Isaac Lab environment on CPU Newton (``export/parity.py``), replays the held-out run of a small twin within
 0.01 mrad RMS of the fit's own replay (the native MuJoCo loop at the fitted values) for the Stribeck law with a fitted
-shape exponent (and the fit's --stribeck_velocity), the Gaz sigmoid and the Dahl law, and the Coulomb law the module
-already carried; the law is no no-op at that tolerance. The export goes the user's way: a fit folder, its intervals,
+shape exponent (and the fit's --stribeck_velocity), the Gaz sigmoid, the Dahl law, BAM's load-dependent law (its
+budget from every env's gravity and Coriolis torque, Newton's inverse dynamics) and the Coulomb law the module
+already carried; the law is no no-op at that tolerance, and the load law's Coriolis term is no no-op either. The export goes the user's way: a fit folder, its intervals,
 ``export/build.export``, the written module loaded by path.
 
 Then the randomization: the ``friction_law`` term draws every law number per env inside its exported range and over
@@ -45,7 +46,7 @@ def robot():
     return load_robot("franka_panda")
 
 
-@pytest.mark.parametrize("law", ["stribeck", "sigmoid", "dahl", "coulomb"])
+@pytest.mark.parametrize("law", ["stribeck", "sigmoid", "dahl", "load", "coulomb"])
 def test_exported_actuator_replays_the_heldout_run_as_the_fit(law, robot, tmp_path):
     from isaaclab_sysid.export.check import load_export_module
     from isaaclab_sysid.export.parity import parity
@@ -63,6 +64,12 @@ def test_exported_actuator_replays_the_heldout_run_as_the_fit(law, robot, tmp_pa
     assert np.isfinite(row.q_exported).all() and row.rms < Q_RMS_TOL, row.q_rms
     if law != "coulomb":  # the law is no no-op at this tolerance: Coulomb friction in its place moves q far more
         assert bench.coulomb_effect(ctx, runs, ref) > 20 * Q_RMS_TOL
+    if law == "load":  # every number of the law has its randomization range; the budget's Coriolis term is exact:
+        # dropping it (g(q) only, what Isaac Lab's articulation data alone gives) moves q several times the error
+        assert set(mod.EVENT_TERMS["friction_law"]["params"]["ranges"]) == set(mod.LAW_FIELDS["load"])
+        no_coriolis = bench.without_coriolis(mod, robot, runs, options, ref)
+        print(f"load without its Coriolis term: q RMS {no_coriolis * 1e6:.3f} urad")
+        assert no_coriolis > 4 * row.rms, (no_coriolis, row.rms)
 
 
 def test_friction_law_terms_draw_each_env_inside_the_ranges_and_reset_the_bristles(robot, tmp_path):

@@ -194,10 +194,13 @@ def build_dr_record(result: FitResult, rep: IntervalReport, policy: RangePolicy,
 
 #: the friction laws each export carries exactly as fitted (sim/friction.py); any other is refused, never reduced.
 #: Isaac Lab: Coulomb as the joint's friction, the others by the generated module's SysidFrictionActuator (Stribeck's
-#: budget written as the joint friction every physics step, the sigmoid's and Dahl's torque added to the effort); the
-#: USD variant holds joint properties only: Coulomb, and Stribeck with its Gaussian shape as PhysX's two levels
-EXPORTED_LAWS = {"isaaclab": ("coulomb", "stribeck", "sigmoid", "dahl"), "usd": ("coulomb", "stribeck"),
+#: and the load law's budget written as the joint friction every physics step, the load budget from Newton's inverse
+#: dynamics of every env; the sigmoid's and Dahl's torque added to the effort); the USD variant holds joint
+#: properties only: Coulomb, and Stribeck with its Gaussian shape as PhysX's two levels
+EXPORTED_LAWS = {"isaaclab": ("coulomb", "stribeck", "sigmoid", "load", "dahl"), "usd": ("coulomb", "stribeck"),
                  "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
+#: the laws the Isaac Lab module applies on each physics backend (the load budget needs Newton's inverse dynamics)
+EXPORTED_PHYSICS_LAWS = {"newton": EXPORTED_LAWS["isaaclab"], "physx": ("coulomb", "stribeck", "sigmoid", "dahl")}
 #: the friction laws each export writes exactly beside the servo motor model (motor_kt, motor_r): Isaac Lab's DC motor
 #: (export/servo_part.py) with the joint's constant friction or the module's SysidServoMotorWithLaw, MJCF's driver with
 #: every law
@@ -205,16 +208,22 @@ EXPORTED_MOTOR_LAWS = {"isaaclab": ("coulomb", "stribeck", "sigmoid", "dahl"), "
                        "mjcf": ("coulomb", "stribeck", "sigmoid", "load", "dahl")}
 #: why an export cannot carry a law (target, law) -> the reason, said in the refusal's one line
 WHY_NOT = {
-    ("isaaclab", "load"): "its budget needs the gravity and Coriolis torque through each joint every physics step, and "
-                          "Isaac Lab's articulation data gives the gravity torque only (no Coriolis term)",
+    ("isaaclab", "load"): "the load budget's motor torque would be the DC motor model's, which no Isaac Lab parity "
+                          "replay covers (Isaac Lab replays no servo run)",
+    ("physx", "load"): "its budget needs every env's Coriolis torque each physics step, which the module takes from "
+                       "Newton's inverse dynamics (ArticulationView.eval_inverse_dynamics_passive; Isaac Lab's "
+                       "articulation data gives the gravity torque only) and no PhysX replay here checks",
     ("usd", "sigmoid"): "a USD joint holds friction levels, not a torque law: the Isaac Lab module's actuator applies it",
     ("usd", "dahl"): "a USD joint holds friction levels, not a bristle state: the Isaac Lab module's actuator applies it",
     ("usd", "load"): "a USD joint holds friction levels, not a load-dependent budget",
 }
 
 
-def check_exported_law(space: ParamSpace, target: str) -> None:
+def check_exported_law(space: ParamSpace, target: str, physics: str | None = None) -> None:
     """Refuse a fit whose friction law the ``target`` export ("isaaclab", "usd" or "mjcf") would not run as fitted.
+
+    Args:
+        physics: the Isaac Lab module's physics backend (``newton`` or ``physx``; None: not checked).
 
     Raises:
         ExportError: one line naming the law, why the export cannot carry it and what to do.
@@ -234,6 +243,10 @@ def check_exported_law(space: ParamSpace, target: str) -> None:
         why = WHY_NOT.get((target, law.name), "it has no term for it")
         raise ExportError(f"the fit used the {law.name} friction law, which the {target} export cannot apply as fitted: "
                           f"{why}; export it with --mjcf, or refit with another law (docs/friction.md)")
+    if target == "isaaclab" and physics is not None and law.name not in EXPORTED_PHYSICS_LAWS.get(physics, ()):
+        why = WHY_NOT.get((physics, law.name), "it has no term for it")
+        raise ExportError(f"the fit used the {law.name} friction law, which the Isaac Lab module applies on Newton only, "
+                          f"not on {physics}: {why}; export it with --physics newton or --mjcf (docs/friction.md)")
     if "stribeck_shape" in space.group_names and target == "usd":
         raise ExportError("the fit's Stribeck shape exponent (stribeck_shape) is not held by the USD variant, whose "
                           "joints keep two friction levels: the Isaac Lab module's actuator applies it (docs/friction.md)")
@@ -249,7 +262,7 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
     Raises:
         ValueError: the fit cannot be written for ``physics`` (e.g. static friction on Newton).
     """
-    check_exported_law(ctx.space, "isaaclab")
+    check_exported_law(ctx.space, "isaaclab", physics)
     families = None
     if "motor_kt" in ctx.space.group_names:  # the servo motor model: Isaac Lab's DC motor needs each joint's family
         from isaaclab_sysid.robots.servos import servo_family

@@ -21,11 +21,13 @@ module works out the numbers of its data block. It defines:
   (``ACTUATOR_VALUES["stiffness"]``, ``["damping"]``: ``DelayedPDActuator`` delays the position
   target, as the servo's bus does) and ``actuator_effort_limit`` to the servo's torque limit;
 * a fit with a friction law beyond Coulomb (``FRICTION_LAW``: Stribeck with its shape exponent, the
-  Gaz sigmoid, Dahl; docs/friction.md): ``make_actuator_cfg`` returns the module's
+  Gaz sigmoid, Dahl, BAM's load-dependent law; docs/friction.md): ``make_actuator_cfg`` returns the module's
   ``SysidFrictionActuatorCfg`` instead (the same PD, delay and limits; Isaac Lab's actuator
   path, ``sim.use_newton_actuators = False``), whose ``SysidFrictionActuator`` applies the law
   every physics step: the Stribeck budget written as the joint's Coulomb friction (the native
-  term, exact: Newton's joint friction is MuJoCo's ``frictionloss``), the sigmoid's and Dahl's
+  term, exact: Newton's joint friction is MuJoCo's ``frictionloss``), the load budget likewise from the
+  actuator's effort and every env's gravity and Coriolis torque (Newton's inverse dynamics,
+  ``ArticulationView.eval_inverse_dynamics_passive``; Newton only), the sigmoid's and Dahl's
   torque added to the effort (Dahl's bristle state per env, zeroed at reset); one
   ``randomize_friction_law`` term (``friction_law``) binds the actuator to the articulation and
   draws each law number from its range (cut to the number's domain, recorded in
@@ -76,9 +78,10 @@ Physics (``physics``): the fitted friction is a torque [N m]. Newton (MJWarp's
 ``dof_frictionloss``) and PhysX 5 (``PxJointFrictionParams``: static and dynamic
 friction efforts, Isaac Sim >= 5) take it as such. PhysX before Isaac Sim 5 takes a
 unitless coefficient that scales the spatial force through the joint: no torque
-maps to it, so the module refuses to build the actuator there. The load-dependent law has no
-actuator (``export/build.py: check_exported_law`` refuses it: Isaac Lab's articulation data gives no
-Coriolis torque through the joint).
+maps to it, so the module refuses to build the actuator there. The load-dependent law is written for
+Newton only (``export/build.py: check_exported_law``): its budget needs every env's Coriolis torque,
+which Newton's inverse dynamics gives and Isaac Lab's articulation data does not (it gives the gravity
+torque only); on PhysX no parity replay of it exists here.
 """
 
 from __future__ import annotations
@@ -115,19 +118,22 @@ LAW_FIELDS: dict[str, dict[str, tuple[str, object]]] = {
     "sigmoid": {"sigmoid_amplitude": ("sigmoid_amplitude", None), "sigmoid_slope": ("sigmoid_slope", None),
                 "sigmoid_offset": ("sigmoid_offset", 0.0)},
     "dahl": {"coulomb_friction": ("friction", None), "presliding_stiffness": ("presliding_stiffness", None)},
+    "load": {"coulomb_friction": ("friction", None), "load_friction_motor": ("load_friction_motor", 0.0),
+             "load_friction_external": ("load_friction_external", 0.0)},
 }
 #: each actuator field's domain: a randomization range is cut to it (the template's LAW_DOMAINS)
 LAW_DOMAINS = {"static_friction": (0.0, math.inf), "dynamic_ratio": (0.0, 1.0), "stribeck_velocity": (1e-6, math.inf),
                "stribeck_shape": (1e-6, math.inf), "sigmoid_amplitude": (0.0, math.inf),
                "sigmoid_slope": (1e-6, math.inf), "sigmoid_offset": (-math.inf, math.inf),
-               "coulomb_friction": (0.0, math.inf), "presliding_stiffness": (0.0, math.inf)}
+               "coulomb_friction": (0.0, math.inf), "presliding_stiffness": (0.0, math.inf),
+               "load_friction_motor": (0.0, math.inf), "load_friction_external": (0.0, math.inf)}
 
 
 def record_law(record: DrRecord) -> str:
     """The friction law of a record's fitted groups (sim/friction.py), by name.
 
     Raises:
-        ValueError: a law the Isaac Lab actuator does not apply (the load-dependent one), or groups of two laws.
+        ValueError: a law the Isaac Lab actuator does not apply, or groups of two laws.
     """
     name = law_of_groups(record.fitted).name
     if name not in LAW_FIELDS:
@@ -359,8 +365,8 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
         stribeck_velocity: the fit's ``--stribeck_velocity`` [rad/s]: a Stribeck fit without the group needs it.
 
     Raises:
-        ValueError: bad ``viscous``/``physics``, a ``physics_dt`` that cannot represent the delay, or a
-            static/dynamic friction fit for Newton.
+        ValueError: bad ``viscous``/``physics``, a ``physics_dt`` that cannot represent the delay, a
+            static/dynamic friction fit for Newton, or a load-law fit for PhysX.
     """
     if viscous not in VISCOUS_MODES:
         raise ValueError(f"viscous must be one of {VISCOUS_MODES}, got {viscous!r}")
@@ -371,6 +377,9 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
     if physics_dt != TICK_S:
         warns.append(f"delay converted from 1 ms ticks to physics steps of {physics_dt * 1e3:g} ms")
     law = friction_law_literal(record, stribeck_velocity)
+    if law["name"] == "load" and physics != "newton":
+        raise ValueError("the load friction law's module is written for Newton only: its budget needs every env's "
+                         "Coriolis torque, which it takes from Newton's inverse dynamics (export/build.py: WHY_NOT)")
     joint_record = _without_groups(record, law_groups(law["name"]))  # the law's numbers go to the actuator
     if viscous == "independent":
         terms, sampled = _independent_terms(joint_record, act)

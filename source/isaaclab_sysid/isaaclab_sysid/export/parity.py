@@ -24,6 +24,7 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.export.build import ExportError
 from isaaclab_sysid.robots.robot import Robot
 from isaaclab_sysid.sim.interface import ReplayOptions, replay_gravity
+from isaaclab_sysid.sim.mujoco_backend import GRAVITY
 from isaaclab_sysid.sim.schedule import schedule_of
 from isaaclab_sysid.timebase import TICK_S
 
@@ -78,7 +79,10 @@ def _env_cfg(mod: ModuleType, robot: Robot, kp: np.ndarray, kd: np.ndarray, grav
 
     scene = InteractiveSceneCfg(num_envs=1, env_spacing=2.0)
     per = lambda v: {n: float(x) for n, x in zip(names, v)}  # noqa: E731
-    setattr(scene, mod.ASSET_NAME, mod.apply_to(base, stiffness=per(kp), damping=per(kd), randomize_delay=False))
+    # the load law: a gravity-free replay (a gravity-compensated run) leaves out the gravity the gearbox carries
+    load = {"carried_gravity": GRAVITY} if mod.FRICTION_LAW["name"] == "load" and not gravity else {}
+    setattr(scene, mod.ASSET_NAME, mod.apply_to(base, stiffness=per(kp), damping=per(kd), randomize_delay=False,
+                                                **load))
     obs = ObservationGroupCfg()
     obs.q = ObservationTermCfg(func=joint_pos)
     native = mod.FRICTION_LAW["name"] == "coulomb"  # Newton's native delayed PD; the law's actuator runs in Isaac Lab

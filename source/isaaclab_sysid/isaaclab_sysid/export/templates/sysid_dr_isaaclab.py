@@ -70,7 +70,7 @@ def _check_friction_units() -> None:
 
 
 def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | dict | None = None,
-                      randomize_delay: bool = True) -> DelayedPDActuatorCfg:
+                      randomize_delay: bool = True, carried_gravity: float = 0.0) -> DelayedPDActuatorCfg:
     """The arm's actuator with the fitted joint properties.
 
     Args:
@@ -83,11 +83,15 @@ def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | di
             Newton's native actuators by the ``actuator_delay`` event term); False: both = the
             fitted delay (then use ``make_events_cfg(randomize_delay=False)``).
 
+        carried_gravity: the load law only: the gravity [m/s^2, along -z] the gearbox carries that the task does not
+            simulate (a gravity-compensated arm simulated without gravity: 9.81; the fit replayed such runs so);
+            0: the task's own gravity is all the gearbox carries.
+
     Returns:
         ``DelayedPDActuatorCfg`` for a Coulomb fit (Newton's native actuators run it); for any other friction law
         (``FRICTION_LAW``) :class:`SysidFrictionActuatorCfg`, the same PD and delay applying the law every physics
-        step (Isaac Lab's actuator path: set ``sim.use_newton_actuators = False``; the Stribeck law needs the
-        articulation, bound by :func:`make_events_cfg`'s ``friction_law`` term or :func:`bind_friction_law`).
+        step (Isaac Lab's actuator path: set ``sim.use_newton_actuators = False``; the Stribeck and load laws need
+        the articulation, bound by :func:`make_events_cfg`'s ``friction_law`` term or :func:`bind_friction_law`).
     """
     _check_friction_units()
     if SERVO_MOTOR:
@@ -102,7 +106,10 @@ def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | di
                   damping=fitted_kd if damping is None else damping, min_delay=lo, max_delay=hi, **values)
     if FRICTION_LAW["name"] == "coulomb":
         return DelayedPDActuatorCfg(**kwargs)
+    if carried_gravity and FRICTION_LAW["name"] != "load":
+        raise ValueError(f"carried_gravity is the load law's; this export's law is {FRICTION_LAW['name']}")
     return SysidFrictionActuatorCfg(friction_law=FRICTION_LAW["name"], physics_dt=PHYSICS_DT,
+                                    carried_gravity=float(carried_gravity),
                                     **{k: dict(v) for k, v in FRICTION_LAW["params"].items()}, **kwargs)
 
 
@@ -172,12 +179,77 @@ LAW_FIELDS = {
     "stribeck": ("static_friction", "dynamic_ratio", "stribeck_velocity", "stribeck_shape"),
     "sigmoid": ("sigmoid_amplitude", "sigmoid_slope", "sigmoid_offset"),
     "dahl": ("coulomb_friction", "presliding_stiffness"),
+    "load": ("coulomb_friction", "load_friction_motor", "load_friction_external"),
 }
 #: each field's domain (lower, upper): a value outside is refused, a randomization range is cut to it
 LAW_DOMAINS = {"static_friction": (0.0, math.inf), "dynamic_ratio": (0.0, 1.0), "stribeck_velocity": (1e-6, math.inf),
                "stribeck_shape": (1e-6, math.inf), "sigmoid_amplitude": (0.0, math.inf),
                "sigmoid_slope": (1e-6, math.inf), "sigmoid_offset": (-math.inf, math.inf),
-               "coulomb_friction": (0.0, math.inf), "presliding_stiffness": (0.0, math.inf)}
+               "coulomb_friction": (0.0, math.inf), "presliding_stiffness": (0.0, math.inf),
+               "load_friction_motor": (0.0, math.inf), "load_friction_external": (0.0, math.inf)}
+#: the load law's budget never drops below this [N m] (isaaclab_sysid's LOAD_BUDGET_FLOOR: the friction row stays)
+LOAD_BUDGET_FLOOR = 1e-9
+
+
+class _DofBuffer:
+    """A flat model-wide DoF buffer as the ``joint_f`` a Newton ``ArticulationView`` reads through its layout."""
+
+    def __init__(self, joint_f) -> None:
+        self.joint_f = joint_f
+
+
+class _BiasTorques:
+    """g(q) and C(q, qd) qd [N m] of every env of one Isaac Lab articulation on Newton, (num_envs, num_joints) float64
+    in its joint order: Newton's inverse dynamics of the simulated model (``ArticulationView.
+    eval_inverse_dynamics_passive``, a Newton-Euler pass at the state's q, qd; Isaac Lab's articulation data gives
+    the gravity term only). g(q) = dU/dq is the torque that holds the arm still under the simulation's gravity and,
+    with ``carried_gravity`` [m/s^2, along -z], under that one (the model's gravity set to it for the call,
+    restored after). isaaclab_sysid's replay backend runs the same code (sim/isaaclab_backend/bias.py)."""
+
+    def __init__(self, articulation, carried_gravity: float = 0.0) -> None:
+        import warp as wp
+
+        view = getattr(articulation, "root_view", None)
+        if view is None or not hasattr(view, "eval_inverse_dynamics_passive"):
+            raise RuntimeError("the load law's budget needs Newton's ArticulationView.eval_inverse_dynamics_passive "
+                               f"(Isaac Lab on Newton); got {type(view).__name__}")
+        self.view, self.model = view, view.model
+        self.device = torch.device(articulation.device)
+        n, dev = self.model.joint_dof_count, self.model.device
+        self._g, self._c = wp.zeros(n, dtype=wp.float32, device=dev), wp.zeros(n, dtype=wp.float32, device=dev)
+        self._gc = wp.zeros(n, dtype=wp.float32, device=dev) if carried_gravity else None
+        if self._gc is not None:
+            grav = self.model.gravity
+            self._saved = wp.clone(grav)
+            self._carried = wp.array([(0.0, 0.0, -float(carried_gravity))] * grav.shape[0], dtype=grav.dtype, device=dev)
+        backend, user = list(articulation.backend_joint_names), list(articulation.joint_names)
+        self._cols = None if backend == user else torch.tensor([backend.index(j) for j in user], device=self.device)
+
+    def _rows(self, flat) -> torch.Tensor:
+        import warp as wp
+
+        v = wp.to_torch(self.view.get_dof_forces(_DofBuffer(flat))).to(self.device, torch.float64)
+        v = v.reshape(v.shape[0] * v.shape[1], -1)
+        return v if self._cols is None else v[:, self._cols]
+
+    def __call__(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(g(q), C(q, qd) qd) at Newton's current state (the one the next physics step starts from)."""
+        from isaaclab_newton.physics import NewtonManager
+
+        state = NewtonManager.get_state_0()
+        self.view.eval_fk(state)
+        self.view.eval_inverse_dynamics_passive(state, gravity_force=self._g, coriolis_force=self._c)
+        g = self._rows(self._g)
+        if self._gc is not None:
+            grav = self.model.gravity
+            self._saved.assign(grav)
+            grav.assign(self._carried)
+            try:
+                self.view.eval_inverse_dynamics_passive(state, gravity_force=self._gc)
+            finally:
+                grav.assign(self._saved)
+            g = g + self._rows(self._gc)
+        return g, self._rows(self._c)
 
 
 class _FrictionLaw:
@@ -194,6 +266,14 @@ class _FrictionLaw:
     * ``dahl``: the torque ``-F`` added likewise, then the bristle force advanced over the step exactly at that
       velocity, ``F <- Fc sign(v) + (F - Fc sign(v)) exp(-sigma0 |v| dt / Fc)`` (0 where Fc is 0); ``reset`` zeroes F
       (Isaac Lab computes the actuators once more at an env's reset, from the reset state: at rest, F stays 0).
+    * ``load`` (BAM's load-dependent law, Duclusaud et al. ICRA 2025): the budget
+      ``max(Fc + |k_ext tau_ext - k_motor tau_motor|, LOAD_BUDGET_FLOOR)`` written as the joint's Coulomb friction,
+      like Stribeck's, from the state at the start of the step and the step's actuator torque: ``tau_motor`` = the
+      actuator's effort after its clip + g_c(q), ``tau_ext`` = -(C(q, qd) qd + g(q)), g(q) the torque gravity
+      exerts on the joint held still (``dU/dq``: the simulation's gravity and, with ``carried_gravity``, the one the
+      gearbox carries that the task leaves out, g_c, which the motor holds) and C(q, qd) qd the Coriolis/centrifugal
+      torque, both Newton's inverse dynamics of every env (:class:`_BiasTorques`; Newton only). Needs the
+      articulation (:meth:`bind`).
 
     Attributes:
         law_params: field -> (num_envs, num_joints) float64 per-env values (the ``randomize_friction_law`` term
@@ -201,7 +281,8 @@ class _FrictionLaw:
         bristle: (num_envs, num_joints) the Dahl bristle force [N m].
         friction_effort: (num_envs, num_joints) the law's torque added in the last step [N m] (0 for ``stribeck``,
             whose friction the solver applies).
-        friction_budget: (num_envs, num_joints) the Stribeck budget written in the last step [N m] (None otherwise).
+        friction_budget: (num_envs, num_joints) the Stribeck or load budget written in the last step [N m] (None
+            otherwise).
     """
 
     def __init__(self, cfg, *args, **kwargs):
@@ -217,6 +298,10 @@ class _FrictionLaw:
         self.friction_effort = torch.zeros(self._num_envs, self.num_joints, device=self._device)
         self.friction_budget = None
         self._asset = None
+        self._bias = None
+        if self.law == "load" and PHYSICS != "newton":
+            raise ValueError("the load law's budget needs every env's Coriolis torque from Newton's inverse dynamics: "
+                             f"this export is for {PHYSICS}")
 
     def _per_joint(self, name: str, value) -> torch.Tensor:
         """(num_envs, num_joints) float64 of a field given for every joint (a number, or joint-name regex -> value)."""
@@ -241,18 +326,44 @@ class _FrictionLaw:
         self._asset = articulation
         ids = self.joint_indices
         self._joint_ids = None if isinstance(ids, slice) else torch.as_tensor(ids, device=self._device).to(torch.int32)
+        self._cols = ids if isinstance(ids, slice) else torch.as_tensor(ids, device=self._device).long()
 
     def reset(self, env_ids):
         super().reset(env_ids)
         self.bristle[slice(None) if env_ids is None else env_ids] = 0.0
 
     def compute(self, control_action, joint_pos: torch.Tensor, joint_vel: torch.Tensor):
-        """The actuator's effort (delayed, clipped to its limits) plus the friction law's torque of this step."""
+        """The actuator's effort (delayed, clipped to its limits) plus the friction law's torque of this step (the
+        load law: its budget, from that effort, written to the joint friction instead)."""
+        if self.law == "load":
+            out = super().compute(control_action, joint_pos, joint_vel)
+            self._write_load_budget(out.joint_efforts.to(torch.float64))
+            self.friction_effort = torch.zeros_like(out.joint_efforts)
+            return out
         tau = self._law_torque(joint_vel.to(torch.float64))
         out = super().compute(control_action, joint_pos, joint_vel)
         self.friction_effort = tau.to(out.joint_efforts.dtype)
         out.joint_efforts = out.joint_efforts + self.friction_effort
         return out
+
+    def _write_load_budget(self, tau_motor: torch.Tensor) -> None:
+        """The load budget of this step [N m] from the actuator's effort ``tau_motor`` (num_envs, num_joints), written
+        as the joint friction."""
+        if self._asset is None:
+            raise RuntimeError("SysidFrictionActuator: the load law writes the joint friction every step and is not "
+                               "bound to its articulation: add make_events_cfg()'s friction_law term or call "
+                               "bind_friction_law(env.scene[ASSET_NAME])")
+        if self._bias is None:
+            self._bias = _BiasTorques(self._asset, float(self.cfg.carried_gravity))
+        g, cqd = self._bias()
+        g, cqd = g[:, self._cols], cqd[:, self._cols]
+        g_carried = g if self.cfg.carried_gravity else torch.zeros_like(g)  # the task simulates no gravity then
+        p = self.law_params
+        b = p["coulomb_friction"] + (p["load_friction_external"] * -(cqd + g)
+                                     - p["load_friction_motor"] * (tau_motor + g_carried)).abs()
+        self.friction_budget = torch.clamp(b, min=LOAD_BUDGET_FLOOR)
+        self._asset.write_joint_friction_coefficient_to_sim_index(
+            joint_friction_coeff=self.friction_budget.to(torch.float32), joint_ids=self._joint_ids)
 
     def _law_torque(self, qd: torch.Tensor) -> torch.Tensor:
         """(num_envs, num_joints) the torque the law adds this step [N m]; the Stribeck budget is written instead."""
@@ -295,7 +406,7 @@ class SysidFrictionActuatorCfg(DelayedPDActuatorCfg):
 
     class_type: type = SysidFrictionActuator
     friction_law: str = "stribeck"
-    """The law: ``stribeck``, ``sigmoid`` or ``dahl`` (docs/friction.md of isaaclab_sysid)."""
+    """The law: ``stribeck``, ``sigmoid``, ``dahl`` or ``load`` (docs/friction.md of isaaclab_sysid)."""
     physics_dt: float = 0.001
     """The physics step [s] over which the Dahl bristle state advances each compute (the task's ``sim.dt``)."""
     static_friction: dict[str, float] | float | None = None
@@ -313,9 +424,17 @@ class SysidFrictionActuatorCfg(DelayedPDActuatorCfg):
     sigmoid_offset: dict[str, float] | float | None = None
     """Sigmoid: the velocity offset phi3 [rad/s]."""
     coulomb_friction: dict[str, float] | float | None = None
-    """Dahl: the sliding friction Fc [N m] the bristle force saturates at (the fit's ``friction``)."""
+    """Dahl: the sliding friction Fc [N m] the bristle force saturates at; load: the budget's constant part Fc [N m]
+    (the fit's ``friction`` for both)."""
     presliding_stiffness: dict[str, float] | float | None = None
     """Dahl: the bristle stiffness sigma0 [N m/rad] (dF/dx at F = 0)."""
+    load_friction_motor: dict[str, float] | float | None = None
+    """Load: k_motor [-], the budget's growth per N m of the motor's torque tau_motor (motor-driven gearbox)."""
+    load_friction_external: dict[str, float] | float | None = None
+    """Load: k_ext [-], the budget's growth per N m of the gravity and Coriolis torque tau_ext (back-driven gearbox)."""
+    carried_gravity: float = 0.0
+    """Load: the gravity [m/s^2, along -z] the gearbox carries that the task does not simulate (a gravity-compensated
+    arm simulated without gravity: 9.81); 0: the task's own gravity is all it carries."""
 
 
 def bind_friction_law(articulation, group_name: str = "sysid_arm") -> None:
