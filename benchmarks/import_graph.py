@@ -28,13 +28,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "source" / "isaaclab_sysid" / "isaaclab_sysid"
 PKG = "isaaclab_sysid"
 
-LAYERS = ("base", "data", "robots", "ingest", "sim", "objective", "fit", "stage", "jobs")
+LAYERS = ("base", "robots", "data", "arm", "ingest", "sim", "objective", "fit", "stage", "jobs")
 #: fit/ modules that are the objective layer (the rest of fit/ is the search layer)
 OBJECTIVE = {"replay_facts", "tracking", "state_age_source", "torque_replay", "run_folder"}
 UNIT_LAYER = {
     "__init__": "base", "timebase": "base", "paths": "base", "utils": "base",
     "data": "data",
-    "robots": "robots", "arm_model": "robots",
+    "robots": "robots", "arm_model": "arm",
     "importers": "ingest",
     "sim": "sim", "tasks": "stage",
     "fit.objective": "objective", "objective": "objective", "fit.search": "fit",

@@ -30,6 +30,11 @@ Repeat = tyro.conf.UseAppendAction
 FIT_GROUPS_DEFAULT = "armature,friction,viscous,delay"
 
 
+def _tokens(spec: str) -> list[str]:
+    """The comma-separated names of a ``--fit_groups`` value, stripped, empty ones dropped."""
+    return [g.strip() for g in spec.split(",") if g.strip()]
+
+
 def _bounds(group: str) -> tuple[float, float]:
     return GROUPS[group].default_bounds
 
@@ -131,29 +136,27 @@ class ParamsConfig:
     stribeck_velocity: float = 0.05
     """Stribeck velocity of the static-friction group [rad/s] when not fitted: friction Fc + (Fs - Fc) exp(-(v/vs)^2)."""
 
-    def _tokens(self) -> list[str]:
-        return [g.strip() for g in self.fit_groups.split(",") if g.strip()]
-
     @property
     def auto(self) -> bool:
         """``--fit_groups auto`` (or ``auto,GROUP,...``): the friction model chosen on evidence
         (jobs/model_choice.py, jobs/law_choice.py)."""
-        tokens = self._tokens()
+        tokens = _tokens(self.fit_groups)
         return bool(tokens) and tokens[0] == "auto"
 
     def auto_extras(self) -> list[str]:
         """The groups ``--fit_groups auto,GROUP,...`` fits beside auto's choice (e.g. ``torque_offset`` on torque
         runs, ``kp`` where the gains are unknown), in the order given; [] for plain ``auto`` or explicit groups."""
-        return self._tokens()[1:] if self.auto else []
+        return _tokens(self.fit_groups)[1:] if self.auto else []
 
     def groups(self) -> list[str]:
         """The group names of ``fit_groups``, in the order given (``auto``: the Coulomb set it starts from, then
         the extra groups of ``auto,GROUP,...``), a friction law's name (stribeck, sigmoid, load, dahl) expanded to
         its groups (sim/friction.py)."""
-        if self.auto:
+        tokens = _tokens(self.fit_groups)
+        if tokens[:1] == ["auto"]:
             base = FIT_GROUPS_DEFAULT.split(",")
-            return base + [g for g in dict.fromkeys(self.auto_extras()) if g not in base]
-        return expand_law_aliases(self._tokens())
+            return base + [g for g in dict.fromkeys(tokens[1:]) if g not in base]
+        return expand_law_aliases(tokens)
 
     def bounds_of(self, group: str) -> tuple[float, float] | None:
         """The bounds flag of ``group`` (None for an unknown group)."""
