@@ -11,6 +11,7 @@ by thousands of its likelihood-ratio units."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from conftest import make_run
 from test_fit_fakes import TRUE, FakeBackend
 
@@ -52,10 +53,12 @@ def _lr_above_optimum(ref: LMRefiner, st) -> float:
     return (b.loss - o.loss) / (o.loss / o.n_eff)
 
 
-def test_rtol_on_a_crawl_is_not_convergence():
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_rtol_on_a_crawl_is_not_convergence(accumulate):
     # over-damped: lambda0 1e6, so the first step (at lambda0 / 10) gains far less than rtol of the loss while the
-    # forecast (nearly all of the loss: the start is far from the optimum) is hundreds on the likelihood-ratio scale
-    off, x0 = _refiner(max_iter=10, lambda0=1e6, crawl_level=None)
+    # forecast (nearly all of the loss: the start is far from the optimum) is hundreds on the likelihood-ratio scale;
+    # accumulate: on the normal equations (every step from a fresh stencil, as the 96 s fit ran)
+    off, x0 = _refiner(max_iter=10, lambda0=1e6, crawl_level=None, normal_equations=accumulate)
     st_off = off.run(off.start(x0))
     b_off = st_off.best()
     assert b_off.stop == "rtol" and b_off.accepted == 1  # the rule before: one crawling step read as convergence
@@ -65,7 +68,7 @@ def test_rtol_on_a_crawl_is_not_convergence():
     assert off.verdict(st_off).converged  # and called converged
     assert _lr_above_optimum(off, st_off) > 100  # it was nowhere near the optimum
 
-    on, x0 = _refiner(max_iter=10, lambda0=1e6)
+    on, x0 = _refiner(max_iter=10, lambda0=1e6, normal_equations=accumulate)
     st_on = on.run(on.start(x0))
     b_on = st_on.best()
     assert b_on.crawls >= 1  # the same first step, now read as a crawl
