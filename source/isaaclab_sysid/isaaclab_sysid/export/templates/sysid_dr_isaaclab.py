@@ -82,7 +82,6 @@ def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | di
         randomize_delay: min/max delay = the delay's randomization range (drawn per env; on
             Newton's native actuators by the ``actuator_delay`` event term); False: both = the
             fitted delay (then use ``make_events_cfg(randomize_delay=False)``).
-
         carried_gravity: the load law only: the gravity [m/s^2, along -z] the gearbox carries that the task does not
             simulate (a gravity-compensated arm simulated without gravity: 9.81; the fit replayed such runs so);
             0: the task's own gravity is all the gearbox carries.
