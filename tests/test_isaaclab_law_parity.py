@@ -145,3 +145,63 @@ def test_check_export_reads_a_stribeck_export_back(robot, tmp_path):
     assert "delay" in labels and report.latency_ok
     vs = bench.fit_values("stribeck")[1]  # not fitted: the fit's --stribeck_velocity, from its config.json
     assert vs != 0.05 and next(r for r in report.rows if r.label == "stribeck_velocity[panda_joint1]").fitted == vs
+
+
+def test_load_budget_per_env_is_the_bias_torque_law(robot, tmp_path):
+    """A load export in an 8-env kit-less Newton env under gravity, its law numbers drawn per env at every reset: after
+    each step, every env's budget (the actuator's, and the joint friction Newton holds) is Fc + |k_e tau_ext - k_m
+    tau_motor| with tau_ext = -qfrc_bias of MuJoCo's model of the arm at that env's state at the step's start and
+    tau_motor the actuator's applied effort: the per-env rows of Newton's inverse dynamics are each env's own."""
+    import mujoco
+    import torch
+    from isaaclab.envs import ManagerBasedEnv
+    from isaaclab.sim import SimulationContext
+
+    from isaaclab_sysid.export.check import _env_cfg, load_export_module
+    from isaaclab_sysid.robots.overrides import JointOverrides
+
+    _ctx, module = law_fit(tmp_path, "load", heldout_s=0.5)
+    mod = load_export_module(module)
+    E = 8
+    cfg = _env_cfg(mod, robot, E, 1, mod.PHYSICS_DT, 5, "cpu", "reset")
+    cfg.sim.gravity = (0.0, 0.0, -9.81)  # the task's own gravity: no carried gravity
+    if SimulationContext.instance() is not None:
+        SimulationContext.clear_instance()
+    env = ManagerBasedEnv(cfg)
+    m = robot.build_mujoco(JointOverrides(), gravity=True)
+    d = mujoco.MjData(m)
+    gen = torch.Generator().manual_seed(0)
+    try:
+        art = env.scene[mod.ASSET_NAME]
+        act = art.actuators["sysid_arm"]
+        ranges = mod.EVENT_TERMS["friction_law"]["params"]["ranges"]
+        assert set(ranges) == {"coulomb_friction", "load_friction_motor", "load_friction_external"}
+        worst, spread = 0.0, 0.0
+        for _ in range(2):
+            env.reset()
+            for f, per_joint in ranges.items():  # drawn per env inside the exported ranges
+                for k, j in enumerate(mod.JOINT_NAMES):
+                    col = act.law_params[f][:, k].cpu().numpy()
+                    assert per_joint[j][0] - 1e-12 <= col.min() and col.max() <= per_joint[j][1] + 1e-12, (f, j)
+            for _ in range(6):
+                q = art.data.joint_pos.torch.double().cpu().numpy().copy()
+                qd = art.data.joint_vel.torch.double().cpu().numpy().copy()
+                env.step(4.0 * (torch.rand(E, robot.n_dof, generator=gen) - 0.5))
+                p = {f: v.cpu().numpy() for f, v in act.law_params.items()}
+                tau_motor = act.applied_effort.double().cpu().numpy()
+                want = np.empty((E, robot.n_dof))
+                for e in range(E):
+                    d.qpos[:], d.qvel[:] = q[e], qd[e]
+                    mujoco.mj_forward(m, d)
+                    want[e] = p["coulomb_friction"][e] + np.abs(p["load_friction_external"][e] * -d.qfrc_bias
+                                                                - p["load_friction_motor"][e] * tau_motor[e])
+                got = act.friction_budget.cpu().numpy()
+                worst = max(worst, float(np.abs(got - want).max()))
+                spread = max(spread, float(np.ptp(want, axis=0).max()))
+                np.testing.assert_allclose(art.data.joint_friction_coeff.torch.cpu().numpy(), got, rtol=1e-6, atol=1e-7)
+        print(f"\nload budget per env vs MuJoCo's qfrc_bias: max |diff| {worst:.2e} N m (spread across envs {spread:.3f})")
+        assert worst < 1e-4 and spread > 1e3 * worst
+    finally:
+        env.close()
+        if SimulationContext.instance() is not None:
+            SimulationContext.clear_instance()
