@@ -540,10 +540,13 @@ def _rows(mod: ModuleType, names: list[str], nominal: dict, draws: dict, delays:
 
 
 #: the fit's group of each SysidFrictionActuatorCfg field (export/isaaclab_module.py: LAW_FIELDS)
-LAW_GROUP = {"static_friction": "mu_static", "dynamic_ratio": "dynamic_ratio", "stribeck_velocity": "stribeck_velocity",
-             "stribeck_shape": "stribeck_shape", "sigmoid_amplitude": "sigmoid_amplitude",
-             "sigmoid_slope": "sigmoid_slope", "sigmoid_offset": "sigmoid_offset", "coulomb_friction": "friction",
-             "presliding_stiffness": "presliding_stiffness"}
+def _law_group() -> dict[str, str]:
+    from isaaclab_sysid.export.isaaclab_module import LAW_FIELDS
+
+    return {fld: group for fields in LAW_FIELDS.values() for fld, (group, _) in fields.items()}
+
+
+LAW_GROUP = _law_group()
 
 
 def _law_rows(mod: ModuleType, names: list[str], nominal: dict, draws: dict) -> list[CheckRow]:
