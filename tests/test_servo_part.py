@@ -416,6 +416,7 @@ def test_generated_randomization_redraws_every_dc_motor_number(servo_module):
     vals = m.servo_motor_values(400.0, None, kt={"servo": float(kt[0])}, r={"servo": float(r[0])})
     assert float(act.stiffness[0, 0]) == pytest.approx(vals["stiffness"]["servo"], rel=1e-5)
     assert float(act.actuator_effort_limit[0, 0]) == pytest.approx(vals["actuator_effort_limit"]["servo"], rel=1e-5)
+    assert float(sat[0]) == pytest.approx(vals["saturation_effort"]["servo"], rel=1e-5)
     corner = vals["actuator_velocity_limit"]["servo"] * (1 + vals["actuator_effort_limit"]["servo"] / vals["saturation_effort"]["servo"])
     assert float(act._vel_at_effort_lim[0, 0]) == pytest.approx(corner, rel=1e-5)
 
