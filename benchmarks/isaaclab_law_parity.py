@@ -119,8 +119,8 @@ def without_coriolis(mod, robot, runs, options, ref: list[np.ndarray]) -> float:
     exact = mod._BiasTorques.__call__
 
     def gravity_only(self):
-        g, cqd = exact(self)
-        return g, torch.zeros_like(cqd)
+        g, cqd, g_carried = exact(self)
+        return g, torch.zeros_like(cqd), g_carried
 
     mod._BiasTorques.__call__ = gravity_only
     try:

@@ -188,6 +188,39 @@ def test_load_law_conforms_with_mujoco(robot, backends):
     assert _rms(coulomb.q, m.q).min() > 20 * Q_RMS_TOL
 
 
+@pytest.mark.parametrize("gravity", [True, False], ids=["scene_gravity", "carried_gravity"])
+def test_bias_torques_are_mujocos(robot, backends, gravity):
+    """sim/isaaclab_backend/bias.py: Newton's inverse dynamics of every env (g(q) under the scene's gravity, or under
+    the gravity a gravity-free scene leaves out; C(q, qd) qd) is MuJoCo's qfrc_bias of the same arm at each env's own
+    state, within float32 round-off; the model's gravity is the scene's again after the call."""
+    import mujoco
+    import torch
+
+    from isaaclab_sysid.robots.overrides import JointOverrides
+    from isaaclab_sysid.sim.isaaclab_backend.bias import BiasTorques, newton_state
+
+    il, _ = backends
+    sc = il._scene_for(3, gravity)
+    rng = np.random.default_rng(1)
+    q = (Q_READY + 0.3 * rng.standard_normal((3, N))).astype(np.float32)
+    qd = rng.standard_normal((3, N)).astype(np.float32)
+    sc.robot.write_joint_position_to_sim_index(position=torch.tensor(q))
+    sc.robot.write_joint_velocity_to_sim_index(velocity=torch.tensor(qd))
+    g, cqd, g_carried = BiasTorques(sc.robot, 0.0 if gravity else 9.81)(newton_state())
+    assert float((g_carried if gravity else g).abs().max()) == 0.0  # each gravity in its own output
+    g = g + g_carried
+    m, m0 = robot.build_mujoco(JointOverrides(), gravity=True), robot.build_mujoco(JointOverrides(), gravity=False)
+    d, d0 = mujoco.MjData(m), mujoco.MjData(m0)
+    for e in range(3):
+        d.qpos[:], d0.qpos[:], d0.qvel[:] = q[e], q[e], qd[e]
+        mujoco.mj_forward(m, d)
+        mujoco.mj_forward(m0, d0)
+        np.testing.assert_allclose(g[e].numpy(), d.qfrc_bias, atol=1e-4)  # |g| 20-40 N m
+        np.testing.assert_allclose(cqd[e].numpy(), d0.qfrc_bias, atol=1e-4)  # |C qd| 1-6 N m
+    assert np.ptp(g.numpy(), axis=0).max() > 1.0 and np.ptp(cqd.numpy(), axis=0).max() > 0.5  # the envs differ
+    assert np.allclose(sc.robot.root_view.model.gravity.numpy()[:, 2], -9.81 if gravity else 0.0)
+
+
 def test_refuses_a_torque_run_naming_the_backend_that_can(robot, backends):
     import dataclasses
 

@@ -201,8 +201,8 @@ class _BiasTorques:
     """g(q) and C(q, qd) qd [N m] of every env of one Isaac Lab articulation on Newton, (num_envs, num_joints) float64
     in its joint order: Newton's inverse dynamics of the simulated model (``ArticulationView.
     eval_inverse_dynamics_passive``, a Newton-Euler pass at the state's q, qd; Isaac Lab's articulation data gives
-    the gravity term only). g(q) = dU/dq is the torque that holds the arm still under the simulation's gravity and,
-    with ``carried_gravity`` [m/s^2, along -z], under that one (the model's gravity set to it for the call,
+    the gravity term only). g(q) = dU/dq is the torque that holds the arm still under the simulation's gravity, and
+    g_c(q) the same under ``carried_gravity`` [m/s^2, along -z] (the model's gravity set to it for the call,
     restored after). isaaclab_sysid's replay backend runs the same code (sim/isaaclab_backend/bias.py)."""
 
     def __init__(self, articulation, carried_gravity: float = 0.0) -> None:
@@ -231,24 +231,25 @@ class _BiasTorques:
         v = v.reshape(v.shape[0] * v.shape[1], -1)
         return v if self._cols is None else v[:, self._cols]
 
-    def __call__(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(g(q), C(q, qd) qd) at Newton's current state (the one the next physics step starts from)."""
+    def __call__(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(g(q), C(q, qd) qd, g_c(q)) at Newton's current state (the one the next physics step starts from); g_c is
+        zeros without ``carried_gravity``."""
         from isaaclab_newton.physics import NewtonManager
 
         state = NewtonManager.get_state_0()
         self.view.eval_fk(state)
         self.view.eval_inverse_dynamics_passive(state, gravity_force=self._g, coriolis_force=self._c)
-        g = self._rows(self._g)
-        if self._gc is not None:
-            grav = self.model.gravity
-            self._saved.assign(grav)
-            grav.assign(self._carried)
-            try:
-                self.view.eval_inverse_dynamics_passive(state, gravity_force=self._gc)
-            finally:
-                grav.assign(self._saved)
-            g = g + self._rows(self._gc)
-        return g, self._rows(self._c)
+        g, cqd = self._rows(self._g), self._rows(self._c)
+        if self._gc is None:
+            return g, cqd, torch.zeros_like(g)
+        grav = self.model.gravity
+        self._saved.assign(grav)
+        grav.assign(self._carried)
+        try:
+            self.view.eval_inverse_dynamics_passive(state, gravity_force=self._gc)
+        finally:
+            grav.assign(self._saved)
+        return g, cqd, self._rows(self._gc)
 
 
 class _FrictionLaw:
@@ -354,11 +355,9 @@ class _FrictionLaw:
                                "bind_friction_law(env.scene[ASSET_NAME])")
         if self._bias is None:
             self._bias = _BiasTorques(self._asset, float(self.cfg.carried_gravity))
-        g, cqd = self._bias()
-        g, cqd = g[:, self._cols], cqd[:, self._cols]
-        g_carried = g if self.cfg.carried_gravity else torch.zeros_like(g)  # the task simulates no gravity then
+        g, cqd, g_carried = (x[:, self._cols] for x in self._bias())
         p = self.law_params
-        b = p["coulomb_friction"] + (p["load_friction_external"] * -(cqd + g)
+        b = p["coulomb_friction"] + (p["load_friction_external"] * -(cqd + g + g_carried)
                                      - p["load_friction_motor"] * (tau_motor + g_carried)).abs()
         self.friction_budget = torch.clamp(b, min=LOAD_BUDGET_FLOOR)
         self._asset.write_joint_friction_coefficient_to_sim_index(

@@ -490,9 +490,8 @@ class _Friction:
         if self.law.name == "load":
             if self._bias is None or self._bias.view is not arm.robot.root_view:
                 self._bias = BiasTorques(arm.robot, carried_gravity)
-            g_sim_and_carried, cqd = self._bias(newton_state())
-            g_carried = g_sim_and_carried if carried_gravity else torch.zeros_like(cqd)
-            tau_ext = -(cqd + g_sim_and_carried)
+            g, cqd, g_carried = self._bias(newton_state())
+            tau_ext = -(cqd + g + g_carried)
             tau_motor = applied + g_carried
             b = self.fc + (p[..., 1] * tau_ext - p[..., 0] * tau_motor).abs()
             arm.write_friction(torch.clamp(b, min=LOAD_BUDGET_FLOOR))

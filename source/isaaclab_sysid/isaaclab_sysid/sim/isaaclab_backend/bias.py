@@ -35,8 +35,8 @@ class BiasTorques:
 
     Args:
         articulation: an ``isaaclab.assets.Articulation`` on the Newton physics backend.
-        carried_gravity: gravity [m/s^2] along -z whose g(q) :meth:`__call__` returns where the simulation has
-            none (0: the simulation's own gravity).
+        carried_gravity: gravity [m/s^2] along -z the gearbox carries that the simulation leaves out; its g(q) is
+            :meth:`__call__`'s third output (0: none, zeros).
 
     Raises:
         RuntimeError: not a Newton articulation (no ``root_view.eval_inverse_dynamics_passive``).
@@ -73,23 +73,23 @@ class BiasTorques:
         v = v.reshape(v.shape[0] * v.shape[1], -1)
         return v if self._cols is None else v[:, self._cols]
 
-    def __call__(self, state) -> tuple[torch.Tensor, torch.Tensor]:
-        """(g(q), C(q, qd) qd), each (E, N) float64 [N m], at ``state`` (Newton's current state: its ``joint_q``,
-        ``joint_qd``; ``body_q`` brought up to date here by forward kinematics); g(q) under the simulation's gravity
-        plus, with ``carried_gravity``, under that one."""
+    def __call__(self, state) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(g(q) under the simulation's gravity, C(q, qd) qd, g(q) under ``carried_gravity``), each (E, N) float64
+        [N m], at ``state`` (Newton's current state: its ``joint_q``, ``joint_qd``; ``body_q`` brought up to date
+        here by forward kinematics)."""
         self.view.eval_fk(state)
         self.view.eval_inverse_dynamics_passive(state, gravity_force=self._g, coriolis_force=self._c)
-        g = self._rows(self._g)
-        if self._gc is not None:
-            gravity = self.model.gravity
-            self._saved.assign(gravity)
-            gravity.assign(self._carried)
-            try:
-                self.view.eval_inverse_dynamics_passive(state, gravity_force=self._gc)
-            finally:
-                gravity.assign(self._saved)
-            g = g + self._rows(self._gc)
-        return g, self._rows(self._c)
+        g, cqd = self._rows(self._g), self._rows(self._c)
+        if self._gc is None:
+            return g, cqd, torch.zeros_like(g)
+        gravity = self.model.gravity
+        self._saved.assign(gravity)
+        gravity.assign(self._carried)
+        try:
+            self.view.eval_inverse_dynamics_passive(state, gravity_force=self._gc)
+        finally:
+            gravity.assign(self._saved)
+        return g, cqd, self._rows(self._gc)
 
 
 def newton_state():
