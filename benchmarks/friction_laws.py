@@ -15,9 +15,11 @@ Two measurements, each against a reference measured in the same run:
     python benchmarks/friction_laws.py --ci --laws sigmoid
     python benchmarks/friction_laws.py --throughput-only
     python benchmarks/friction_laws.py --matrix            # truth law x controller: what --fit_groups auto chooses
+    python benchmarks/friction_laws.py --matrix --ci --controllers servo,joint_pd --rates 50   # the servo / 50 Hz cells
 
-The matrix records, for each truth law (Coulomb and the four above) and controller (joint PD, task impedance), two
-fit runs and a held-out run at other gains (1 kHz, noise on q, qd and the torque) and runs the fit job with its
+The matrix records, for each truth law (Coulomb and the four above), controller (joint PD, task impedance, servo:
+twin/law_twins.py) and log rate (1 kHz, or 50 Hz with stale rows), two fit runs and a held-out run at other gains
+(noise on q, qd and the torque; quantization and stale rows in the new cells) and runs the fit job with its
 defaults (``--fit_groups auto``: Coulomb / static, then the law step): the law chosen, the delay, the held-out RMS
 over the floor (two twins of the held-out run), the verdict and the wall time.
 """
@@ -25,6 +27,7 @@ over the floor (two twins of the held-out run), the verdict and the wall time.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -96,8 +99,12 @@ def joint(robot, seconds: float, seed: int, kp_scale: float = 1.0):
     return joint_target(robot, seconds, seed, f"joint_{seed}", kp=kp_scale * JOINT_KP, kd=kp_scale * JOINT_KD)
 
 
-def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int | None = None) -> dict:
-    """One cell: record the twin of ``truth`` under ``controller``, run the fit job with its defaults, score."""
+def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int | None = None,
+                rate_hz: float = 1000.0, tau_noise: float | None = None) -> dict:
+    """One cell: record the twin of ``truth`` under ``controller`` logged at ``rate_hz``, run the fit job with its
+    defaults, score. The 1 kHz joint-PD and task-impedance cells keep :data:`NOISE` (the first matrix's); every other
+    cell has :func:`~isaaclab_sysid.twin.law_twins.matrix_noise` (quantization, stale rows below 1 kHz; servo: no
+    torque logged, the velocity differenced)."""
     from pathlib import Path
 
     from isaaclab_sysid.data import write_run
@@ -107,35 +114,50 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
     from isaaclab_sysid.fit.run_folder import LAW_CHOICE_FILE
     from isaaclab_sysid.fit.run_folder import MODEL_CHOICE_FILE as CHOICE_FILE
     from isaaclab_sysid.sim.friction import law_of_groups
+    from isaaclab_sysid.twin.law_twins import matrix_noise, record_law_twin
 
     robot = load_robot("franka_panda")
     tp = twin(truth)
-    if controller == "joint_pd":
+    if controller in ("servo",) or rate_hz < 1000.0:
+        tp = tp.with_noise(matrix_noise(controller, rate_hz))
+    if tau_noise is not None:  # the torque noise acting on the arm [N m] (0: measurement noise alone)
+        tp = tp.with_noise(dataclasses.replace(tp.noise, actuator_tau_std=float(tau_noise)))
+    if controller in ("joint_pd", "servo"):
         targets = [joint(robot, seconds, 40), joint(robot, seconds, 50)]
         held = joint(robot, seconds, 60, kp_scale=1.5)
     else:
         targets = [task(robot, "chirp", seconds, 200, 20, 1), task(robot, "multiband", seconds, 200, 20, 5)]
         held = task(robot, "multiband", seconds, 500, 30, 7)
-    work = Path(work) / f"{truth}_{controller}"
+    work = Path(work) / f"{truth}_{controller}_{rate_hz:g}hz"
     work.mkdir(parents=True, exist_ok=True)
-    csvs = [str(write_run(record_twin(robot, t, tp, seed=i + 1, log_rate_hz=1000.0), work / f"fit_{i}.csv")[0])
-            for i, t in enumerate(targets)]
-    heldout = record_twin(robot, held, tp, seed=3, log_rate_hz=1000.0)
-    floor = rms_between_runs(heldout, record_twin(robot, held, tp, seed=4, log_rate_hz=1000.0))["q_rms_all_mrad"]
+    rec = lambda t, seed: record_law_twin(robot, t, tp, controller, rate_hz, seed)  # noqa: E731
+    csvs = [str(write_run(rec(t, i + 1), work / f"fit_{i}.csv")[0]) for i, t in enumerate(targets)]
+    heldout = rec(held, 3)
+    floor = rms_between_runs(heldout, rec(held, 4))["q_rms_all_mrad"]
+    lines: list[str] = []
     t0 = time.perf_counter()
-    out = run_fit(FitArgs.build(real_csv=csvs, log_dir=str(work / "logs"), plots=False, quiet=True), log=lambda s: None)
+    out = run_fit(FitArgs.build(real_csv=csvs, log_dir=str(work / "logs"), plots=False, quiet=True), log=lines.append)
     wall = time.perf_counter() - t0
     res = FitResult.read(out / RESULT_FILE)
     backend = MujocoBackend(robot, ReplayOptions(), n_threads=threads)
+    if rate_hz < 1000.0:  # scored as the fit scores its rows: at their expected state age
+        from isaaclab_sysid.sim.state_age import StateAgeBackend, StateAgeModel
+
+        backend = StateAgeBackend(backend, StateAgeModel(int(tp.noise.stale_max_ms)))
     ev = evaluate_params(backend, res, [heldout], LossWeights())
     backend.close()
     law_file = out / LAW_CHOICE_FILE
-    scores = json.loads(law_file.read_text())["scores"] if law_file.exists() else []
-    return {"truth": truth, "controller": controller, "chosen": law_of_groups(res.space.group_names).name,
+    law = json.loads(law_file.read_text()) if law_file.exists() else {}
+    scores = law.get("scores", [])
+    return {"truth": truth, "controller": controller, "rate_hz": rate_hz, "chosen": law_of_groups(res.space.group_names).name,
             "static_step": json.loads((out / CHOICE_FILE).read_text())["reason"], "delay": res.delay,
-            "heldout_over_floor": ev.fitted[0].q_rms_all_mrad / floor, "verdict": res.adequacy.verdict if res.adequacy
-            else None, "wall_s": wall,
-            "bic": {sc["law"]: sc["bic"] if sc["bic"] is not None else f"forecast {sc['forecast_bic']}" for sc in scores}}
+            "heldout_over_floor": ev.fitted[0].q_rms_all_mrad / floor, "floor_mrad": floor,
+            "verdict": res.adequacy.verdict if res.adequacy else None,
+            "adequacy": list(res.adequacy.messages) if res.adequacy else [], "wall_s": wall,
+            "law_reason": law.get("reason"), "law_line": next((s for s in lines if s.startswith(
+                "--fit_groups auto, friction law")), None),
+            "bic": {sc["law"]: sc["bic"] if sc["bic"] is not None else f"forecast {sc['forecast_bic']}" for sc in scores},
+            "loro_delta": {sc["law"]: sc.get("loro_delta") for sc in scores if sc.get("loro_delta") is not None}}
 
 
 def task(robot, kind: str, seconds: float, kp_t: float, kp_r: float, seed: int):
@@ -254,28 +276,38 @@ def main() -> int:
     ap.add_argument("--laws", default=",".join(TRUTHS), help=f"comma-separated laws to recover ({', '.join(TRUTHS)})")
     ap.add_argument("--throughput-only", action="store_true", help="only the throughput ratios")
     ap.add_argument("--matrix", action="store_true", help="truth law x controller: what --fit_groups auto chooses")
-    ap.add_argument("--controllers", default="joint_pd,task_impedance", help="the matrix's controllers")
+    ap.add_argument("--controllers", default="joint_pd,task_impedance", help="the matrix's controllers "
+                    "(joint_pd, task_impedance, servo)")
+    ap.add_argument("--rates", default="1000", help="the matrix's log rates [Hz], comma-separated (e.g. 1000,50)")
     ap.add_argument("--truths", default="coulomb," + ",".join(TRUTHS), help="the matrix's truth laws")
     ap.add_argument("--seconds", type=float, default=None, help="the matrix's run length [s] (default 3, CI 1.5)")
     ap.add_argument("--threads", type=int, default=None, help="backend threads (default: all cores)")
     ap.add_argument("--json", help="also write the figures to this JSON file")
+    ap.add_argument("--tau-noise", type=float, default=None,
+                    help="the matrix twins' torque noise acting on the arm [N m] (default: each cell's)")
+    ap.add_argument("--work", help="the matrix's folder for twins and fits, kept (default: a temporary one)")
     a = ap.parse_args()
     size = CI if a.ci else FULL
     if a.matrix:
+        import contextlib
         import tempfile
 
         rows = []
-        with tempfile.TemporaryDirectory() as work:
+        keep = contextlib.nullcontext(a.work) if a.work else tempfile.TemporaryDirectory()
+        with keep as work:
             for truth in a.truths.split(","):
                 for ctl in a.controllers.split(","):
-                    r = matrix_cell(truth, ctl, a.seconds or (1.5 if a.ci else 3.0), work, a.threads)
-                    rows.append(r)
-                    print(f"truth {r['truth']:8s} {r['controller']:15s} -> {r['chosen']:8s} delay {r['delay']} "
-                          f"held-out {r['heldout_over_floor']:.2f}x floor, {r['verdict']}, {r['wall_s']:.0f} s; "
-                          f"BIC {r['bic']}", flush=True)
-        if a.json:
-            with open(a.json, "w") as fh:
-                json.dump(rows, fh, indent=2, default=str)
+                    for rate in (float(v) for v in a.rates.split(",")):
+                        r = matrix_cell(truth, ctl, a.seconds or (1.5 if a.ci else 3.0), work, a.threads, rate,
+                                        a.tau_noise)
+                        rows.append(r)
+                        print(f"truth {r['truth']:8s} {r['controller']:15s} {rate:6g} Hz -> {r['chosen']:8s} delay "
+                              f"{r['delay']} held-out {r['heldout_over_floor']:.2f}x floor "
+                              f"({r['floor_mrad']:.3f} mrad), {r['verdict']}, {r['wall_s']:.0f} s; BIC {r['bic']}; "
+                              f"LORO vs base {r['loro_delta']}; {r['law_reason']}", flush=True)
+                        if a.json:  # each cell as it comes: a long matrix keeps what it measured
+                            with open(a.json, "w") as fh:
+                                json.dump(rows, fh, indent=2, default=str)
         return 0
     out: dict = {"throughput": throughput(size, a.threads)}
     if not a.throughput_only:

@@ -93,7 +93,8 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
     """``--fit_groups auto``'s second step (jobs/law_choice.py): each law of ``--auto_laws`` weighed against the base
     answer by the BIC on the fit runs' residual, refitted (in ``<run_dir>/law_<name>``) only where its Gauss-Newton
     forecast could win (the base refined first with the same budget, in ``<run_dir>/base_refined``, so that a law
-    cannot win on convergence the base did not finish); the answer is the lowest BIC (logged,
+    cannot win on convergence the base did not finish); the answer is the lowest BIC among the laws that
+    cross-validated prediction confirms (:func:`confirm_laws`; logged,
     ``<run_dir>/friction_law_auto.json``; the base answer kept
     in ``<run_dir>/<its law>`` when another wins). Returns the answer's search
     and result, and the choice (None when the step does not apply, said in the log)."""
@@ -109,8 +110,7 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
         log(f"--fit_groups auto, friction law: kept {lc.law_of_groups(groups).name} ({why})")
         return search, base, None
     base_obj = dataclasses.replace(problem, space=base.space).objective()
-    run_stats = lc.run_channel_stats(base_obj, base.best_x)
-    stats = lc.pooled(run_stats)
+    stats = lc.channel_stats(base_obj, base.best_x)
     n, n_eff = stats.n_total, stats.n_eff_total
     base_name = lc.law_of_groups(groups).name
     k0 = lc.continuous_count(base.space)
@@ -173,7 +173,7 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
         refitted[law] = (srch, res, sub, sc)
         best_bic = min(best_bic, sc.bic)  # a later law is refitted only where its forecast could beat this one
     answer, reason, loro_runs, loro_note = confirm_laws(problem, base_obj, search, base, base_name, scores[0],
-                                                        refitted, run_stats)
+                                                        refitted)
     chosen = answer[2]
     choice = lc.LawChoice(base_name, chosen, n, n_eff, scores, reason,
                           freed=lc.freed_by(lc.armature_at_bound(base), law_hits), loro_runs=loro_runs,
@@ -189,50 +189,47 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
 
 
 def confirm_laws(problem: FitProblem, base_obj, search: Search, base: FitResult, base_name: str, base_score: lc.LawScore,
-                 refitted: dict[str, tuple[Search, FitResult, FitProblem, lc.LawScore]],
-                 run_stats: list[lc.ChannelStats]) -> tuple[tuple[Search, FitResult, str], str, list[str], str]:
+                 refitted: dict[str, tuple[Search, FitResult, FitProblem, lc.LawScore]]) -> tuple[tuple[Search, FitResult, str], str, list[str], str]:
     """The answer among the base and the refitted laws: the lowest BIC among the laws whose BIC is below the base's
-    *and* whose leave-one-run-out prediction of the fit runs beats the base's (:func:`lc.leave_one_run_out`,
-    :func:`lc.confirm`); each such law's and the base's scores go into their :class:`lc.LawScore`. With one fit run
-    there is no run to leave out: the lowest BIC is the answer, said so. Returns the answer (search, result, law),
-    the reason, the left-out runs and the check's note."""
+    *and* whose cross-validated prediction of the fit runs (each run's halves left out in turn,
+    :func:`lc.leave_one_block_out`, :func:`lc.confirm`) beats the base's; each such law's and the base's scores go
+    into their :class:`lc.LawScore`. Returns the answer (search, result, law), the reason, the left-out blocks and
+    the check's note (one fit run: said; the check then runs between its halves alone)."""
     ranked = sorted((sc.bic, law) for law, (_, _, _, sc) in refitted.items() if sc.bic < base_score.bic)
     if not ranked:
         return (search, base, base_name), "no law lowers the BIC on the fit runs", [], ""
-    names = [r.name for r in problem.runs]
-    if len(names) < 2:
+    per = lc.CV_BLOCKS_PER_RUN
+    one = len(problem.runs) < 2
+    base_cv = lc.leave_one_block_out(base_obj, base.best_x, per)
+    if base_cv is None:
         law = ranked[0][1]
         srch, res, _, _ = refitted[law]
         return ((srch, res, law), "the lowest BIC on the fit runs, unconfirmed", [],
-                "one fit run: no run to leave out, the law rests on the BIC alone (record a second run to check it)")
-    base_loro = lc.leave_one_run_out(base_obj, base.best_x, run_stats)
-    if base_loro is None:
-        law = ranked[0][1]
-        srch, res, _, _ = refitted[law]
-        return ((srch, res, law), "the lowest BIC on the fit runs, unconfirmed", [],
-                f"the {base_name} model's leave-one-run-out replay did not stay finite: the law rests on the BIC alone")
-    base_score.loro = base_loro.score
+                f"the {base_name} model's cross-validation replay did not stay finite: the law rests on the BIC alone")
+    base_score.loro = base_cv.score
     confirmed: list[str] = []
     for _, law in ranked:
         _, res, sub, sc = refitted[law]
-        lo = lc.leave_one_run_out(sub.objective(), res.best_x, run_stats)
-        if lo is None:
+        cv = lc.leave_one_block_out(sub.objective(), res.best_x, per, block_stats=base_cv.stats)
+        if cv is None:
             sc.confirmed, sc.note = False, (sc.note + "; " if sc.note else "") + "its optimum does not replay finitely"
             continue
-        c = lc.confirm(law, lo, base_loro)
-        sc.loro, sc.loro_delta, sc.confirmed = lo.score, c.delta, c.confirmed
+        c = lc.confirm(law, cv, base_cv)
+        sc.loro, sc.loro_delta, sc.confirmed = cv.score, c.delta, c.confirmed
         if c.confirmed:
             confirmed.append(law)
-    note = ("leave-one-run-out prediction (each run replayed at the numbers fitted on the others; predictive score "
-            f"per left-out run {'/'.join(names)})")
+    note = (f"cross-validation: each fit run cut in {per}, each block replayed at the numbers fitted on the other "
+            f"samples; predictive score per block {', '.join(base_cv.blocks)}"
+            + ("; one fit run: no run to leave out, its halves are the only folds (record a second run for a "
+               "stronger check)" if one else ""))
     if confirmed:
         law = confirmed[0]  # ranked by BIC
         srch, res, _, _ = refitted[law]
-        return ((srch, res, law), "the lowest BIC on the fit runs, confirmed by leave-one-run-out prediction", names,
-                note)
+        return ((srch, res, law), "the lowest BIC on the fit runs, confirmed by cross-validated prediction",
+                base_cv.blocks, note)
     return ((search, base, base_name),
-            f"the BIC preferred {' then '.join(law for _, law in ranked)}, but no such law predicts the runs left out "
-            f"of its fit better than {base_name}: kept {base_name}", names, note)
+            f"the BIC preferred {' then '.join(law for _, law in ranked)}, but no such law predicts the samples left "
+            f"out of its fit better than {base_name}: kept {base_name}", base_cv.blocks, note)
 
 
 def _mkdir(path: Path) -> Path:

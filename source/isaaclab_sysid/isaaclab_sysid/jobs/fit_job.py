@@ -14,6 +14,7 @@ shows the path of the parameter vector through these stages.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -41,6 +42,7 @@ from isaaclab_sysid.fit.tracking import WandbLog
 from isaaclab_sysid.jobs.assessment import assess_fit
 from isaaclab_sysid.jobs.fit_args import FitArgs, resolve_problem
 from isaaclab_sysid.jobs.auto_model import diverged, run_auto
+from isaaclab_sysid.jobs.law_choice import LawChoice
 from isaaclab_sysid.jobs.model_choice import FrictionChoice
 from isaaclab_sysid.sim.interface import UnsupportedParameterError
 from isaaclab_sysid.sim.shooting import backend_windows
@@ -191,6 +193,9 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
             pngs.append(plot_convergence(history, result.run_names, run_dir / "convergence.png"))
         pngs += plot_evaluation(run_dir, all_runs, ev, result.space.joint_names, backend_windows(problem.backend, all_runs))
     context = _context(args, problem) + ([f"friction model: `{choice.line()}` ({MODEL_CHOICE_FILE})"] if choice else [])
+    if choice and RunFolder(run_dir).law_choice.is_file():  # the law step's scores, leave-one-run-out included
+        law = LawChoice.from_json(json.loads(RunFolder(run_dir).law_choice.read_text()))
+        context.append(f"friction law: `{law.line()}` ({RunFolder(run_dir).law_choice.name})")
     sections = fit_sections(result, fit_ev, held_ev, wall_s_so_far + time.perf_counter() - t0, context)
     sections += _window_sections(windows, result.space.joint_names)
     report = write_report(run_dir, sections, pngs)
