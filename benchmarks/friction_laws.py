@@ -160,6 +160,97 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
             "loro_delta": {sc["law"]: sc.get("loro_delta") for sc in scores if sc.get("loro_delta") is not None}}
 
 
+def _kept_fits(cell) -> tuple:
+    """A kept matrix cell (``--work``): (its fit problem, base law name, base result, {law: refitted result})."""
+    from pathlib import Path
+
+    from isaaclab_sysid.jobs.fit_args import FitArgs, resolve_problem
+
+    cell = Path(cell)
+    run = sorted(cell.glob("logs/*/"))[-1]
+
+    def best(d):
+        f = d / "sysid_best_params.json"
+        if f.exists():
+            return FitResult.read(f)
+        ck = sorted(d.glob("checkpoint_*.json"), key=lambda p: int(p.stem.split("_")[-1]))
+        return FitResult.read(ck[-1]) if ck else None
+
+    law = json.loads((run / "friction_law_auto.json").read_text())
+    base_name = law["base"]
+    base = best(run / base_name) if law["chosen"] != base_name else best(run)
+    laws = {d.name[4:]: best(d) for d in sorted(run.glob("law_*")) if best(d) is not None}
+    csvs = sorted(str(p) for p in cell.glob("fit_*.csv"))
+    prob = resolve_problem(FitArgs.build(real_csv=csvs, log_dir=str(cell / "analysis"), plots=False, quiet=True),
+                           log=lambda s: None)
+    return prob, base_name, base, laws
+
+
+def cv_check(cell, blocks_per_run: list[int]) -> list[dict]:
+    """The cross-validation (jobs/law_choice.leave_one_block_out) of a kept cell's base and refitted laws, for each
+    number of blocks per run (1: leave one run out): per block, each law's score minus the base's, and per block and
+    channel the law's out-of-sample SSR over the base's."""
+    import dataclasses as dc
+
+    from isaaclab_sysid.jobs import law_choice as lc
+
+    prob, base_name, base, laws = _kept_fits(cell)
+    bobj = dc.replace(prob, space=base.space).objective()
+    out = []
+    for per in blocks_per_run:
+        t0 = time.perf_counter()
+        bcv = lc.leave_one_block_out(bobj, base.best_x, per)
+        row = {"blocks_per_run": per, "blocks": bcv.blocks, "base": base_name, "base_score": bcv.score, "laws": {}}
+        for name, res in laws.items():
+            cv = lc.leave_one_block_out(dc.replace(prob, space=res.space).objective(), res.best_x, per,
+                                        block_stats=bcv.stats)
+            c = lc.confirm(name, cv, bcv)
+            row["laws"][name] = {"delta": c.delta, "sum": float(sum(c.delta)), "confirmed": c.confirmed,
+                                 "ssr_ratio": [{ch: cv.ssr[b][ch] / bcv.ssr[b][ch] for ch in ("q", "dq", "x")}
+                                               for b in range(len(cv.ssr))]}
+        row["wall_s"] = time.perf_counter() - t0
+        out.append(row)
+    return out
+
+
+def replicate_check(cell, truth: str, controller: str, seconds: float, seeds: list[tuple[int, int]]) -> list[dict]:
+    """A kept 1 kHz cell's base and refitted laws scored on twins of its fit runs with other noise seeds (the same
+    waveforms and gains; seeds (1, 2) are the fit runs' own): per channel each law's SSR over the base's and the
+    score difference with the base's n and n_eff on those runs."""
+    import dataclasses as dc
+
+    from isaaclab_sysid.data import write_run
+    from isaaclab_sysid.jobs.fit_args import FitArgs, resolve_problem
+    from isaaclab_sysid.jobs import law_choice as lc
+    from pathlib import Path
+
+    _, _, base, laws = _kept_fits(cell)
+    robot = load_robot("franka_panda")
+    tp = twin(truth)
+    if controller == "joint_pd":
+        targets = [joint(robot, seconds, 40), joint(robot, seconds, 50)]
+    else:
+        targets = [task(robot, "chirp", seconds, 200, 20, 1), task(robot, "multiband", seconds, 200, 20, 5)]
+    work = Path(cell) / "replicates"
+    work.mkdir(exist_ok=True)
+    out = []
+    for pair in seeds:
+        csvs = [str(write_run(record_twin(robot, t, tp, seed=s, log_rate_hz=1000.0), work / f"rep{s}_{i}.csv")[0])
+                for i, (t, s) in enumerate(zip(targets, pair))]
+        prob = resolve_problem(FitArgs.build(real_csv=csvs, log_dir=str(work / "x"), plots=False, quiet=True),
+                               log=lambda s: None)
+        bo = dc.replace(prob, space=base.space).objective()
+        st = lc.channel_stats(bo, base.best_x)
+        sb = lc.channel_ssr(bo, base.best_x)
+        row = {"seeds": list(pair), "n_eff": st.n_eff_total, "laws": {}}
+        for name, res in laws.items():
+            sl = lc.channel_ssr(dc.replace(prob, space=res.space).objective(), res.best_x)
+            row["laws"][name] = {"ssr_ratio": {c: sl[c] / sb[c] for c in lc.CHANNELS if sb[c] > 0},
+                                 "score_delta": lc.run_score(sl, st) - lc.run_score(sb, st)}
+        out.append(row)
+    return out
+
+
 def task(robot, kind: str, seconds: float, kp_t: float, kp_r: float, seed: int):
     pos, quat = robot.ee_pose(Q_READY)
     t, off = pose_offsets(kind, seconds, 50.0, seed=seed, scale=1.5)
@@ -286,8 +377,25 @@ def main() -> int:
     ap.add_argument("--tau-noise", type=float, default=None,
                     help="the matrix twins' torque noise acting on the arm [N m] (default: each cell's)")
     ap.add_argument("--work", help="the matrix's folder for twins and fits, kept (default: a temporary one)")
+    ap.add_argument("--cv-check", metavar="CELL", help="a kept matrix cell (--work DIR/<cell>): its fits' cross-validation "
+                    "for each --cv-blocks")
+    ap.add_argument("--cv-blocks", default="1,2,4", help="blocks per run for --cv-check (1: leave one run out)")
+    ap.add_argument("--replicate", metavar="CELL", help="a kept 1 kHz cell: its fits scored on twins of its fit runs "
+                    "with other noise seeds (--truths: the cell's one truth; --controllers: its controller)")
     a = ap.parse_args()
     size = CI if a.ci else FULL
+    if a.cv_check or a.replicate:
+        if a.cv_check:
+            res = cv_check(a.cv_check, [int(v) for v in a.cv_blocks.split(",")])
+        else:
+            res = replicate_check(a.replicate, a.truths.split(",")[0], a.controllers.split(",")[0],
+                                  a.seconds or 3.0, [(1, 2), (11, 12), (21, 22)])
+        for row in res:
+            print(json.dumps(row, default=float), flush=True)
+        if a.json:
+            with open(a.json, "w") as fh:
+                json.dump(res, fh, indent=2, default=float)
+        return 0
     if a.matrix:
         import contextlib
         import tempfile
