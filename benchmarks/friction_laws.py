@@ -149,7 +149,8 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
     law_file = out / LAW_CHOICE_FILE
     law = json.loads(law_file.read_text()) if law_file.exists() else {}
     scores = law.get("scores", [])
-    return {"truth": truth, "controller": controller, "rate_hz": rate_hz, "chosen": law_of_groups(res.space.group_names).name,
+    return {"truth": truth, "controller": controller, "rate_hz": rate_hz,
+            "chosen": law_of_groups(res.space.group_names).name,
             "static_step": json.loads((out / CHOICE_FILE).read_text())["reason"], "delay": res.delay,
             "heldout_over_floor": ev.fitted[0].q_rms_all_mrad / floor, "floor_mrad": floor,
             "verdict": res.adequacy.verdict if res.adequacy else None,
@@ -377,8 +378,8 @@ def main() -> int:
     ap.add_argument("--tau-noise", type=float, default=None,
                     help="the matrix twins' torque noise acting on the arm [N m] (default: each cell's)")
     ap.add_argument("--work", help="the matrix's folder for twins and fits, kept (default: a temporary one)")
-    ap.add_argument("--cv-check", metavar="CELL", help="a kept matrix cell (--work DIR/<cell>): its fits' cross-validation "
-                    "for each --cv-blocks")
+    ap.add_argument("--cv-check", metavar="CELL",
+                    help="a kept matrix cell (--work DIR/<cell>): its fits' cross-validation for each --cv-blocks")
     ap.add_argument("--cv-blocks", default="1,2,4", help="blocks per run for --cv-check (1: leave one run out)")
     ap.add_argument("--replicate", metavar="CELL", help="a kept 1 kHz cell: its fits scored on twins of its fit runs "
                     "with other noise seeds (--truths: the cell's one truth; --controllers: its controller)")

@@ -1,8 +1,8 @@
 """Issue 46, the law chosen on evidence: a law the BIC prefers is kept only where cross-validated prediction of the fit
 runs confirms it (jobs/law_choice.leave_one_block_out, confirm: each run's halves left out in turn).
 
-Two task-impedance twins (two 3 s fit runs at 1 kHz; the task targets move the arm only after about 2 s, noise on q, dq and the torque): one whose friction is Coulomb, one
-whose friction is BAM's load-dependent law. On each, the Coulomb model and the load law are fitted by a few
+Two task-impedance twins (two 3 s fit runs at 1 kHz: the task targets move the arm only after about 2 s; noise on q,
+dq and the torque): one whose friction is Coulomb, one whose friction is BAM's load-dependent law. On each, the Coulomb model and the load law are fitted by a few
 Levenberg-Marquardt iterations from the same Coulomb start; only on the load twin do the load law's extra numbers
 predict the samples each fold left out better."""
 
@@ -112,7 +112,8 @@ def test_cv_blocks_cut_each_run():
 
 
 def test_run_score_is_the_bic_s_likelihood_term_per_run():
-    st = lc.ChannelStats({"q": 100, "dq": 100, "x": 0}, {"q": 10.0, "dq": 20.0, "x": 0.0}, {"q": 1.0, "dq": 2.0, "x": 0.0})
+    st = lc.ChannelStats({"q": 100, "dq": 100, "x": 0}, {"q": 10.0, "dq": 20.0, "x": 0.0},
+                         {"q": 1.0, "dq": 2.0, "x": 0.0})
     ssr = {"q": 1.0, "dq": 4.0, "x": 0.0}
     assert lc.run_score(ssr, st) == pytest.approx(10 * np.log(0.01) + 20 * np.log(0.04))
     assert lc.run_score(ssr, st) == pytest.approx(lc.bic_of(ssr, st, 0))

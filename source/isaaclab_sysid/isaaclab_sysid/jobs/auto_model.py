@@ -188,8 +188,9 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
     return answer[0], answer[1], choice
 
 
-def confirm_laws(problem: FitProblem, base_obj, search: Search, base: FitResult, base_name: str, base_score: lc.LawScore,
-                 refitted: dict[str, tuple[Search, FitResult, FitProblem, lc.LawScore]]) -> tuple[tuple[Search, FitResult, str], str, list[str], str]:
+def confirm_laws(problem: FitProblem, base_obj, search: Search, base: FitResult, base_name: str,
+                 base_score: lc.LawScore, refitted: dict[str, tuple[Search, FitResult, FitProblem, lc.LawScore]]
+                 ) -> tuple[tuple[Search, FitResult, str], str, list[str], str]:
     """The answer among the base and the refitted laws: the lowest BIC among the laws whose BIC is below the base's
     *and* whose cross-validated prediction of the fit runs (each run's halves left out in turn,
     :func:`lc.leave_one_block_out`, :func:`lc.confirm`) beats the base's; each such law's and the base's scores go
