@@ -8,13 +8,15 @@ validation files (on every window, and on the windows where all three models sta
 terms, and the wall time. ``--fit_window_s 0`` lets the fit choose its window from the data (the sizes' default).
 Issue 28's experiments: ``--fit_groups static`` (Stribeck friction: mu_static, dynamic_ratio, seeded by the LS Coulomb;
 ``--static_seed_ratio``, ``--stribeck_velocity``) and ``--fit_runs`` (other identification logs); docs/replay.md has
-what they gave. Needs ../shared/data/ur10e.
+what they gave. Issue 46: ``--fit_groups armature,sigmoid,viscous,delay,torque_offset`` fits the Gaz sigmoid, started
+from each joint's sigmoid fitted to the LS's friction torque (the seed's ``sigmoid_*``; docs/friction.md). Needs ../shared/data/ur10e.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +46,11 @@ def main() -> int:
                     help="the static group's Stribeck velocity [rad/s] when not fitted (default 0.05)")
     ap.add_argument("--static_seed_ratio", type=float, default=None,
                     help="with --fit_groups static: the seed's dynamic_ratio r (mu_static = LS Coulomb / r; default 1)")
+    ap.add_argument("--sigmoid_slope_bounds", type=float, nargs=2, default=None,
+                    help="the sigmoid law's slope box [s/rad] for the fit and its rigid-body seed (default 1 100)")
+    ap.add_argument("--no_sigmoid_seed", action="store_true",
+                    help="a sigmoid fit starts from the fit's low start, not from the rigid-body step's sigmoid (the "
+                         "control)")
     ap.add_argument("--fit_runs", nargs="+", default=None,
                     help="the fit's logs (default: the size's): identification_data names or paths relative to the "
                          "UR10e data folder (jointwise_motion/ur-20_01_22-joint_4.csv)")
@@ -64,6 +71,10 @@ def main() -> int:
         size = dataclasses.replace(size, stribeck_velocity=a.stribeck_velocity)
     if a.static_seed_ratio is not None:
         size = dataclasses.replace(size, static_seed_ratio=a.static_seed_ratio)
+    if a.sigmoid_slope_bounds is not None:
+        size = dataclasses.replace(size, sigmoid_slope_bounds=tuple(a.sigmoid_slope_bounds))
+    if a.no_sigmoid_seed:
+        size = dataclasses.replace(size, sigmoid_seed=False)
     if a.fit_runs is not None:
         if any(f.startswith("validation_data") for f in a.fit_runs):
             raise SystemExit("--fit_runs: validation_data is what the models are scored on, never fitted")
@@ -79,9 +90,16 @@ def main() -> int:
     print(res.table(joints))
     v = res.fit.values
     print("\nfitted joint terms (replay fit):")
-    for g in ("armature", "friction", "mu_static", "dynamic_ratio", "stribeck_velocity", "viscous", "torque_offset"):
+    for g in ("armature", "friction", "mu_static", "dynamic_ratio", "stribeck_velocity", "sigmoid_amplitude",
+              "sigmoid_slope", "sigmoid_offset", "viscous", "torque_offset"):
         if g in v:
             print(f"  {g:9s} " + " ".join(f"{x:.3f}" for x in np.asarray(v[g])))
+    seed = json.loads((res.rb_dir.parent / "seed.json").read_text()) if (res.rb_dir.parent / "seed.json").is_file() \
+        else None
+    if seed is not None and "sigmoid_amplitude" in seed["best_params_decoded"] and "sigmoid_amplitude" in v:
+        print("  the sigmoid's start (the rigid-body seed): " + "; ".join(
+            f"{g} " + " ".join(f"{x:.3f}" for x in seed["best_params_decoded"][g])
+            for g in ("sigmoid_amplitude", "sigmoid_slope", "sigmoid_offset")))
     print(f"  delay     {int(v['delay'])} ticks")
     flagged = [h.describe() for h in res.fit.at_bounds()]
     print("  at a bound: " + ("; ".join(flagged) if flagged else "none"))

@@ -7,7 +7,9 @@ Models, each replayed by the measured motor current x the authors' drive gains, 
   terms (armature, Coulomb, viscous) and its constant offsets (the replay's ``torque_offset``: the torque
   that acted is the logged one less the offset);
 * (c) ``replay fit``: (b)'s inertials, joint terms fitted by the torque replay (CMA-ES +
-  refinement) on identification runs, seeded by (b).
+  refinement) on identification runs, seeded by (b). A fit of the Gaz sigmoid law (``--fit_groups ...,sigmoid,...``)
+  starts from each joint's sigmoid + viscous + offset fitted to (b)'s friction torque (rigid_body/friction_seed.py),
+  within the fit's own boxes (:func:`sigmoid_bounds`).
 
 Every validation file (never used for identification by the data's authors) is scored at two
 window lengths: per-joint RMS of q [mrad] and qd [mrad/s] (:mod:`~isaaclab_sysid.evaluate.window_scores`),
@@ -45,8 +47,10 @@ FIT_GROUPS = "armature,friction,viscous,delay,torque_offset"
 #: search bounds wide enough for the UR10e's joint terms (LS: Coulomb ~14 N m, viscous ~20) and the LS offsets
 #: (-0.13..+0.01 N m: the LS model predicts torque, offsets included, and divides by the drive gains); the armature's box is the robot config's physical bound (configs/robots/ur10e.toml:
 #: 6.6 6.6 3.0 1.08 1.08 1.08 kg m^2)
+#: the sigmoid's amplitude phi1 tends to phi1 / 2 at speed (offset 0), so its box is twice the Coulomb's; its slope
+#: and offset keep the fit's default boxes (1-100 s/rad, +-0.1 rad/s)
 BOUNDS = {"friction_bounds": (0.0, 30.0), "viscous_bounds": (0.0, 40.0), "torque_offset_bounds": (-3.0, 3.0),
-          "delay_bounds": (0, 6), "mu_static_bounds": (0.0, 30.0)}
+          "delay_bounds": (0, 6), "mu_static_bounds": (0.0, 30.0), "sigmoid_amplitude_bounds": (0.0, 60.0)}
 #: the static-friction (Stribeck) variant: Coulomb ``friction`` replaced by ``mu_static`` (breakaway Fs [N m]) and
 #: ``dynamic_ratio`` (sliding Fc / Fs), friction Fc + (Fs - Fc) exp(-(v / vs)^2) at StudySize.stribeck_velocity
 STATIC_FIT_GROUPS = "armature,mu_static,dynamic_ratio,viscous,delay,torque_offset"
@@ -71,6 +75,10 @@ class StudySize:
         stribeck_velocity: the fit's ``--stribeck_velocity`` [rad/s] (the static group's vs when not fitted).
         static_seed_ratio: the static group's seed ``dynamic_ratio`` r (``mu_static`` = LS Coulomb / r: the LS
             sliding friction, with a breakaway 1/r of it); 1: exactly the LS Coulomb model (a bound of the ratio).
+        sigmoid_slope_bounds: the sigmoid law's slope box [s/rad] (the fit's default 1-100), for the fit and its
+            rigid-body seed alike.
+        sigmoid_seed: a sigmoid fit starts from the rigid-body step's sigmoid (rigid_body/friction_seed.py); False:
+            from the fit's low start (the control).
     """
 
     fit_runs: tuple[str, ...]
@@ -85,6 +93,8 @@ class StudySize:
     fit_groups: str = FIT_GROUPS
     stribeck_velocity: float = 0.05
     static_seed_ratio: float = 1.0
+    sigmoid_slope_bounds: tuple[float, float] = (1.0, 100.0)
+    sigmoid_seed: bool = True
 
 
 #: the fit's window is the fit's own default, chosen from the data (fit/shooting_floor.choose_window: 0.05 s at the LS
@@ -202,11 +212,39 @@ def static_seed(seed: FitSeed, fit_groups: str, ratio: float = 1.0) -> FitSeed:
     return dataclasses.replace(seed, values=values)
 
 
+def fit_bounds(size: StudySize) -> dict[str, tuple[float, float]]:
+    """The fit's ``--<group>_bounds``: :data:`BOUNDS` and the size's sigmoid slope box."""
+    return {**BOUNDS, "sigmoid_slope_bounds": tuple(size.sigmoid_slope_bounds)}
+
+
+def sigmoid_bounds(size: StudySize) -> dict[str, tuple[float, float]]:
+    """The sigmoid groups' and the viscous boxes of the study's fit (:func:`fit_bounds` where it sets them, else the
+    fit's defaults): the rigid-body seed's sigmoid is fitted within the same boxes the replay fit searches."""
+    from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS
+    from isaaclab_sysid.rigid_body.friction_seed import SIGMOID_GROUPS
+
+    b = fit_bounds(size)
+    return {g: tuple(b.get(f"{g}_bounds", DEFAULT_BOUNDS[g])) for g in (*SIGMOID_GROUPS, "viscous")}
+
+
+def _fits_sigmoid(fit_groups: str) -> bool:
+    """Whether ``fit_groups`` fits the sigmoid law (its name or any of its groups)."""
+    groups = {g.strip() for g in fit_groups.split(",")}
+    return "sigmoid" in groups or any(g.startswith("sigmoid_") for g in groups)
+
+
 def _fit(size: StudySize, rb_dir: Path, gains: np.ndarray, work: Path, log: Callable[[str], None]) -> Path:
-    from isaaclab_sysid.rigid_body.fit_seed import build_seed, write_seed
+    from isaaclab_sysid.rigid_body.fit_seed import build_seed, sigmoid_start, write_seed
+    from isaaclab_sysid.rigid_body.seed_cli import sigmoid_lines
 
     robot = load_robot("ur10e")
-    seed = build_seed(rb_dir / "rb_params.json", robot.joint_names)
+    seeded = _fits_sigmoid(size.fit_groups) and size.sigmoid_seed
+    seed = build_seed(rb_dir / "rb_params.json", robot.joint_names, sigmoid=seeded,
+                      sigmoid_bounds=sigmoid_bounds(size))
+    if seeded:
+        seed = sigmoid_start(seed)  # the sigmoid fit's own viscous and offsets, fitted with it
+    for line in sigmoid_lines(seed):
+        log(line.strip())
     seed = write_seed(work / "seed.json", static_seed(seed, size.fit_groups, size.static_seed_ratio))
     data = ur10e_dir()
     held_out = [f for f in size.fit_runs if Path(f).parts[0] == "validation_data"]
@@ -219,7 +257,7 @@ def _fit(size: StudySize, rb_dir: Path, gains: np.ndarray, work: Path, log: Call
         nominal=str(rb_dir / "nominal_inertials.json"), x0=str(seed), num_envs=size.num_envs,
         max_iter=size.max_iter, refine_iter=size.refine_iter, refine_delay_neighbours=1, log_dir=str(work / "fit"),
         quiet=True, plots=False, seed=0, fit_groups=size.fit_groups, channel_scale=size.channel_scale,
-        refine_jacobian_reuse=size.jacobian_reuse, stribeck_velocity=size.stribeck_velocity, **BOUNDS,
+        refine_jacobian_reuse=size.jacobian_reuse, stribeck_velocity=size.stribeck_velocity, **fit_bounds(size),
     )
     return run_fit(args, log=log)
 

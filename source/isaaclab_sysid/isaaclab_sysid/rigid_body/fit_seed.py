@@ -3,9 +3,11 @@
 The least-squares regressor carries per-joint armature, viscous and Coulomb columns:
 the same quantities the replay fit tunes. They make a ``best_params_decoded`` file
 that ``sysid_franka_osc.py --x0 FILE`` starts from; groups the file lacks keep the
-fit's default start. Its constant per-joint ``offset`` column (logged = model + offset)
-seeds the torque replay's ``torque_offset`` group (the torque that acted is logged -
-offset, the same sign) when the identification had that column; a fit that does not
+fit's default start. The Gaz sigmoid law's groups (``sigmoid_amplitude``, ``sigmoid_slope``, ``sigmoid_offset``)
+are fitted per joint to the torque the LS attributes to friction (:mod:`.friction_seed`) when the identification
+runs the file records can be re-read; a fit of the Coulomb law ignores them (and says so); :func:`sigmoid_start` is
+the sigmoid law's whole start. Its constant per-joint ``offset`` column (logged = model + offset) seeds the torque
+replay's ``torque_offset`` group (the torque that acted is logged - offset, the same sign) when the identification had that column; a fit that does not
 fit the group ignores it.
 
 The actuator delay is seeded only when asked: by a given value, or by the
@@ -25,7 +27,7 @@ are clipped to 0 and reported.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +36,7 @@ import numpy as np
 from isaaclab_sysid.data import Run
 from isaaclab_sysid.data.schema import TICK_HZ
 from isaaclab_sysid.robots.identified import RbParams
+from isaaclab_sysid.rigid_body.friction_seed import SigmoidSeed, sigmoid_seed_from_rb_params
 from isaaclab_sysid.rigid_body.seeding import DelayEstimate, estimate_delay
 from isaaclab_sysid.utils.atomic import atomic_write_text
 
@@ -47,17 +50,24 @@ class FitSeed:
 
     Attributes:
         values: fit key (``armature`` [kg m^2], ``friction`` [N m], ``viscous`` [N m s/rad],
-            ``torque_offset`` [N m, of the identified signal] when the LS had the offset column)
-            -> (N,) values, and ``motor_delay_steps`` -> int [1 kHz ticks] when estimated.
+            ``torque_offset`` [N m, of the identified signal] when the LS had the offset column,
+            ``sigmoid_amplitude`` [N m], ``sigmoid_slope`` [s/rad], ``sigmoid_offset`` [rad/s] when the sigmoid was
+            fitted) -> (N,) values, and ``motor_delay_steps`` -> int [1 kHz ticks] when estimated.
         sources: where each value came from.
         clipped: "<key>[<joint>]" entries that were negative and set to 0.
         delay: the cross-correlation result, if any.
+        sigmoid: the per-joint sigmoid fit (its RMS, ramp counts, weak joints), if fitted.
+        sigmoid_skipped: why the sigmoid was not seeded ('' when it was, or was not asked for).
+        joint_names: the joints, for the sigmoid's per-joint entry.
     """
 
     values: dict
     sources: dict = field(default_factory=dict)
     clipped: list[str] = field(default_factory=list)
     delay: DelayEstimate | None = None
+    sigmoid: SigmoidSeed | None = None
+    sigmoid_skipped: str = ""
+    joint_names: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         """The file ``--x0`` reads (``best_params_decoded``) plus provenance."""
@@ -70,6 +80,10 @@ class FitSeed:
                 "lag_s": self.delay.lag_s,
                 "peak_correlation": self.delay.peak_correlation,
             }
+        if self.sigmoid is not None:
+            out["sigmoid_fit"] = self.sigmoid.to_json(self.joint_names)
+        elif self.sigmoid_skipped:
+            out["sigmoid_fit"] = {"skipped": self.sigmoid_skipped}
         return out
 
 
@@ -125,11 +139,30 @@ def build_seed(
     delay_runs: Sequence[Run] = (),
     max_lag_ticks: int = 20,
     delay_ticks: int | None = None,
+    sigmoid: bool = True,
+    sigmoid_bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> FitSeed:
     """Joint terms (and the torque offsets, when identified) from ``rb_params``; the delay from ``delay_ticks`` if given, else by
-    cross-correlation on ``delay_runs`` (open-loop or step runs), else left out."""
+    cross-correlation on ``delay_runs`` (open-loop or step runs), else left out.
+
+    With ``sigmoid`` (default), each joint's Gaz sigmoid is fitted to the LS's friction torque on the identification
+    runs the file records (:func:`~.friction_seed.sigmoid_seed_from_rb_params`, within ``sigmoid_bounds``: group ->
+    (lower, upper), default the replay fit's default bounds); where they cannot be re-read (a file gone, an
+    identification without them), :attr:`FitSeed.sigmoid_skipped` says why and the other values are unchanged."""
     values, clipped, src = joint_terms_from_rb_params(rb_params, joint_names)
     sources = {k: src for k in values}
+    sig, skipped = None, ""
+    if sigmoid:
+        try:
+            sig = sigmoid_seed_from_rb_params(rb_params, joint_names, sigmoid_bounds)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            skipped = str(exc)
+        if sig is not None:
+            for g, v in sig.values.items():
+                values[g] = v
+                sources[g] = (f"{Path(rb_params)}: per-joint Gaz sigmoid + viscous + constant fitted to the "
+                              "LS's friction torque (Coulomb + viscous + offset + residual) against qd on its "
+                              "identification runs")
     delay = None
     runs = delay_runs
     if delay_ticks is not None:
@@ -144,7 +177,30 @@ def build_seed(
             f"cross-correlation of d(tau) and d(tau_J) over {len(runs)} run(s): lag {delay.lag_samples} samples "
             f"({delay.lag_s * 1e3:.0f} ms), peak correlation {delay.peak_correlation:.3f}"
         )
-    return FitSeed(values, sources, clipped, delay)
+    return FitSeed(values, sources, clipped, delay, sig, skipped, tuple(joint_names))
+
+
+def sigmoid_start(seed: FitSeed) -> FitSeed:
+    """``seed`` in the sigmoid law's coordinates: its ``viscous`` and (when seeded) ``torque_offset`` replaced by the
+    sigmoid fit's own (fitted with it, :class:`~.friction_seed.SigmoidSeed`), ``friction`` dropped (the sigmoid is the
+    whole dry friction); the other values unchanged.
+
+    Raises:
+        ValueError: the seed holds no sigmoid (says why it was not fitted).
+    """
+    import dataclasses
+
+    if seed.sigmoid is None:
+        raise ValueError(f"the seed holds no sigmoid ({seed.sigmoid_skipped or 'not asked for'})")
+    values, sources = dict(seed.values), dict(seed.sources)
+    start = seed.sigmoid.start_values()
+    keys = ["viscous"] + (["torque_offset"] if "torque_offset" in values else [])
+    for k in keys:
+        values[k] = start[k]
+        sources[k] = "the sigmoid fit's own (fitted with the sigmoid to the LS's friction torque; --law sigmoid)"
+    values.pop("friction", None)
+    sources.pop("friction", None)
+    return dataclasses.replace(seed, values=values, sources=sources)
 
 
 def write_seed(path: str | Path, seed: FitSeed) -> Path:
