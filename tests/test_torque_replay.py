@@ -249,7 +249,7 @@ def test_a_constant_torque_offset_is_recovered_within_its_interval(robot, tmp_pa
 def test_seed_fit_carries_the_ls_offsets_into_the_torque_offset_start(robot, tmp_path):
     """seed_fit.py: the LS offset column (logged = model + offset) seeds torque_offset with its sign; the fit's start
     point takes it when the group is fitted."""
-    from isaaclab_sysid.fit.problem import build_space, start_point
+    from isaaclab_sysid.fit.problem import build_space, dropped_groups_line, start_point
     from isaaclab_sysid.rigid_body.fit_seed import build_seed, write_seed
     from isaaclab_sysid.robots.identified import RbParams
 
@@ -273,6 +273,10 @@ def test_seed_fit_carries_the_ls_offsets_into_the_torque_offset_start(robot, tmp
     plain = build_space(FitArgs.build(real_csv=["x.csv"], fit_groups="armature,friction,viscous,delay").problem, names)
     start_point(str(path), plain, log=lines.append)
     assert len(lines) == 1 and "holds torque_offset" in lines[0] and "needs torque_offset in --fit_groups" in lines[0]
+    # another friction law's start (seed_fit.py writes the sigmoid's beside Coulomb's) is said to be that law's
+    both = dropped_groups_line("seed.json", ["sigmoid_amplitude", "sigmoid_slope", "torque_offset"])
+    assert "holds torque_offset, which --fit_groups does not fit" in both and "sigmoid_amplitude, which" not in both
+    assert "the sigmoid friction law's start (sigmoid_amplitude, sigmoid_slope)" in both and "\n" not in both
     # an identification without the offset column seeds no offset (the fit starts at zero offset)
     RbParams.write(p, {"robot": robot.name, "output": {"signal": "tau_J", "unit": "N m"},
                        "base_parameters": {"names": ["a"], "qr": {"n_samples": 10, "seed": 0, "tol": 1e-8}},

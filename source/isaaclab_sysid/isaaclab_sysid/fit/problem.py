@@ -444,9 +444,19 @@ def start_point(spec: str, space: ParamSpace, log: Callable[[str], None] = print
 
 
 def dropped_groups_line(spec: str, dropped: Sequence[str]) -> str:
-    """The line that says a start file's groups the fit does not fit are not used (never dropped silently)."""
-    text = (f"--x0 {spec}: holds {', '.join(dropped)}, which --fit_groups does not fit: not used (the fit holds "
-            "them at their nominal values; add them to --fit_groups to start them from this file)")
+    """The line that says a start file's groups the fit does not fit are not used (never dropped silently); another
+    friction law's groups (a seed holds the sigmoid's start beside Coulomb's) are said to be that law's start."""
+    laws = {law.name: [g for g in dropped if g in law.groups] for law in LAWS.values() if law.groups}
+    laws = {name: gs for name, gs in laws.items() if gs}
+    rest = [g for g in dropped if not any(g in gs for gs in laws.values())]
+    parts = []
+    if rest:
+        parts.append(f"holds {', '.join(rest)}, which --fit_groups does not fit: not used (the fit holds them at "
+                     "their nominal values; add them to --fit_groups to start them from this file)")
+    for name, gs in laws.items():
+        parts.append(f"holds the {name} friction law's start ({', '.join(gs)}), which this fit's law does not use "
+                     f"(--fit_groups {name} starts from it)")
+    text = f"--x0 {spec}: " + "; ".join(parts)
     if "torque_offset" in dropped:
         text += ("; the rigid-body step's torque offsets belong with its inertials (its gravity is both together): "
                  "a torque replay with --nominal needs torque_offset in --fit_groups (docs/rigid_body.md)")
