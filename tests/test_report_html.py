@@ -69,3 +69,13 @@ def test_report_html_renders_every_plot_in_headless_chromium(tmp_path):
     assert result.adequacy.verdict in dom and "Model adequacy" in dom
     console = [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln]
     assert not [ln for ln in console if re.search(r"error|uncaught|exception", ln, re.I)], console
+
+
+def test_a_misfit_reports_its_delay_as_the_models_optimum(tmp_path):
+    """Issue 45: a misfit model moves its delay to absorb what it lacks; report.md must not state it as a measurement."""
+    result, _, _, _ = _report(tmp_path)
+    for verdict in ("adequate", "misfit"):
+        result.adequacy = dataclasses.replace(result.adequacy, verdict=verdict)
+        md = render_markdown("r", fit_sections(result))
+        line = next(ln for ln in md.splitlines() if ln.startswith("Actuator delay:"))
+        assert ("not a measurement of the actuator" in line) == (verdict == "misfit"), line

@@ -138,7 +138,12 @@ def fit_sections(result: FitResult, fit_eval=None, heldout_eval=None, wall_s: fl
         params.rows.append([f"{g.name} [{g.unit}]", *(f"{v:.4g}" for v in result.values[g.name])])
     pblocks: list[str | Table] = [params]
     if result.delay is not None:
-        pblocks.append(f"Actuator delay: **{result.delay} ticks** ({result.delay} ms).")
+        line = f"Actuator delay: **{result.delay} ticks** ({result.delay} ms)."
+        if result.adequacy is not None and result.adequacy.verdict == "misfit":
+            line += (" The verdict is misfit: this is the model's optimum, not a measurement of the actuator (a model "
+                     "that lacks a term shifts its delay to absorb it, more firmly the more data); the intervals say "
+                     "which delays the held-out runs prefer.")
+        pblocks.append(line)
     loss = Table(["run", "weight", "L", "w*L"], [[n, f"{w:g}", f"{l:.4g}", f"{w * l:.4g}"]
                                               for (n, l), w in zip(result.loss_per_run.items(), result.traj_weights)])
     out = [Section("Summary", head), *verdict_sections(result), Section("Fitted parameters", pblocks),
