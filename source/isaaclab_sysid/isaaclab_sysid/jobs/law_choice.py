@@ -457,10 +457,14 @@ def leave_one_block_out(objective: ReplayObjective, x: np.ndarray, per_run: int 
             if step is not None:
                 xi[cont] = np.clip(x0[cont] + sc * step / widths[cont], 0.0, 1.0)
             X.append(xi)
-    ro = objective.rollouts(np.asarray(X))
-    res = weighted_residuals(ro, runs, objective.weights, objective.traj_weights)
-    per = [np.asarray(r.per_sample(), dtype=float) for r in res]  # per run (K, T, C)
-    div = [np.asarray(rr.diverged, dtype=bool) for rr in ro]
+    res = weighted_residuals(objective.rollouts(np.asarray(X)), runs, objective.weights, objective.traj_weights)
+    # the candidate diverged or left a non-finite residual on the run
+    div = [np.asarray(r.diverged, dtype=bool) for r in res]
+    # per run, per channel: (K, T) squared residual summed over the channel's columns (not the (K, T, C) block)
+    rows = [{c: np.sum(np.asarray(getattr(r, a), dtype=float) ** 2, axis=2) for c, a in zip(CHANNELS, ("q", "dq", "x"))}
+            for r in res]
+    del res
+    totals = [sum(v.sum(axis=1) for v in rr.values()) for rr in rows]  # per run (K,)
     ssr: list[dict[str, float]] = []
     for k, (i, a, b) in enumerate(blocks):
         train = []
@@ -469,15 +473,15 @@ def leave_one_block_out(objective: ReplayObjective, x: np.ndarray, per_run: int 
             if any(d[c] for d in div):
                 train.append(np.inf)
                 continue
-            tot = sum(float(np.sum(p[c] ** 2)) for p in per)
-            train.append(tot - float(np.sum(per[i][c, a:b] ** 2)))
+            held = sum(float(v[c, a:b].sum()) for v in rows[i].values())
+            train.append(float(sum(t[c] for t in totals)) - held)
         t = np.asarray(train)
         best = int(np.argmin(t)) if np.any(np.isfinite(t)) else 0
         c = k * S + best
         if div[i][c]:
             ssr.append(dict.fromkeys(CHANNELS, float("inf")))
             continue
-        ssr.append({ch: float(np.sum(v * v)) for ch, v in _split(per[i][c, a:b], n_dof).items()})
+        ssr.append({ch: float(v[c, a:b].sum()) for ch, v in rows[i].items()})
     names = [f"{runs[i].name}[{a}:{b}]" for i, a, b in blocks]
     return Loro(names, ssr, [run_score(s_, st) for s_, st in zip(ssr, stats)], own)
 
