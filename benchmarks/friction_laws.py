@@ -31,6 +31,7 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,7 @@ from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
 from isaaclab_sysid.fit.problem import start_point
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
+from isaaclab_sysid.jobs import law_choice as lc
 from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.robots import load_robot
 from isaaclab_sysid.sim.friction import LAWS, expand_law_aliases
@@ -209,9 +211,86 @@ def cv_check(cell, blocks_per_run: list[int]) -> list[dict]:
             row["laws"][name] = {"delta": c.delta, "sum": float(sum(c.delta)), "confirmed": c.confirmed,
                                  "ssr_ratio": [{ch: cv.ssr[b][ch] / bcv.ssr[b][ch] for ch in ("q", "dq", "x")}
                                                for b in range(len(cv.ssr))]}
+            nm = noise_model(dc.replace(prob, space=res.space).objective(), res.best_x)
+            row["laws"][name]["whitened_bic_delta"] = (
+                whitened_bic(dc.replace(prob, space=res.space).objective(), res.best_x,
+                             lc.continuous_count(res.space), nm)
+                - whitened_bic(bobj, base.best_x, lc.continuous_count(base.space), nm))
+            row["laws"][name]["ar_orders"] = {c: len(v) for c, v in nm.items()}
         row["wall_s"] = time.perf_counter() - t0
         out.append(row)
     return out
+
+
+# the AR-whitened BIC, an alternative to the n_eff BIC measured by --cv-check (docs/benchmarks.md, issue 46 third
+# pass): the noise model of each channel from the law's own residual, applied to the base's and the law's
+def ar_noise_model(blocks: Sequence[np.ndarray], max_order: int) -> np.ndarray:
+    """(p,) the AR coefficients of one channel's residual (``blocks``: per run (T, w), columns independent series),
+    by Yule-Walker (Levinson-Durbin on the autocovariance pooled over columns and runs), the order p <= ``max_order``
+    chosen by the BIC of the innovation variance, ``n log sigma_p^2 + p log n`` (no threshold of ours)."""
+    parts = [np.asarray(b, dtype=float) - np.asarray(b, dtype=float).mean(axis=0) for b in blocks if b.size]
+    n = int(sum(p.size for p in parts))
+    if n == 0:
+        return np.zeros(0)
+    m = max(0, min(int(max_order), min(p.shape[0] for p in parts) // 4))
+    gam = np.array([sum(float(np.sum(p[h:] * p[: p.shape[0] - h])) for p in parts) / n for h in range(m + 1)])
+    if gam[0] <= 0:
+        return np.zeros(0)
+    best_phi, best_bic = np.zeros(0), n * np.log(gam[0])
+    phi, err = np.zeros(0), gam[0]
+    for k in range(1, m + 1):  # Levinson-Durbin
+        kap = (gam[k] - float(phi @ gam[1:k][::-1])) / err
+        phi = np.concatenate([phi - kap * phi[::-1], [kap]])
+        err *= 1.0 - kap * kap
+        if err <= 0:
+            break
+        bic = n * np.log(err) + k * np.log(n)
+        if bic < best_bic:
+            best_bic, best_phi = bic, phi.copy()
+    return best_phi
+
+
+def innovations_ssr(blocks: Sequence[np.ndarray], phi: np.ndarray) -> tuple[float, int]:
+    """(SSR, count) of the innovations ``a_t - sum_j phi_j a_{t-j}`` of one channel's residual blocks (per run
+    (T, w)), from the (p+1)-th sample of each run on."""
+    p = len(phi)
+    ssr, cnt = 0.0, 0
+    for b in blocks:
+        a = np.asarray(b, dtype=float)
+        if a.shape[0] <= p or a.size == 0:
+            continue
+        e = a[p:].copy()
+        for j in range(1, p + 1):
+            e -= phi[j - 1] * a[p - j: a.shape[0] - j]
+        ssr += float(np.sum(e * e))
+        cnt += e.size
+    return ssr, cnt
+
+
+def whitened_bic(objective: ReplayObjective, x: np.ndarray, k: int, noise: dict[str, np.ndarray]) -> float:
+    """The BIC on the residual whitened by a per-channel AR noise model ``noise`` (channel -> coefficients, from
+    :func:`ar_noise_model`): ``sum_c m_c log(SSR_c / m_c) + k log(sum_c m_c)`` over the innovations (m_c of them,
+    independent under the model: no n_eff). One rollout."""
+    blocks: dict[str, list[np.ndarray]] = {c: [] for c in lc.CHANNELS}
+    for c, a in lc._channel_blocks(objective, x):
+        blocks[c].append(a)
+    total, m_all = 0.0, 0
+    for c in lc.CHANNELS:
+        if not blocks[c] or not any(np.any(b) for b in blocks[c]):
+            continue
+        ssr, m = innovations_ssr(blocks[c], noise.get(c, np.zeros(0)))
+        if m:
+            total += m * np.log(max(ssr, 1e-300) / m)
+            m_all += m
+    return float(total + k * np.log(max(m_all, 1)))
+
+
+def noise_model(objective: ReplayObjective, x: np.ndarray, max_order: int = 200) -> dict[str, np.ndarray]:
+    """Per channel, :func:`ar_noise_model` of the residual at ``x`` (one rollout)."""
+    blocks: dict[str, list[np.ndarray]] = {c: [] for c in lc.CHANNELS}
+    for c, a in lc._channel_blocks(objective, x):
+        blocks[c].append(a)
+    return {c: ar_noise_model(b, max_order) for c, b in blocks.items() if b}
 
 
 def replicate_check(cell, truth: str, controller: str, seconds: float, seeds: list[tuple[int, int]]) -> list[dict]:
