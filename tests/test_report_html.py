@@ -11,7 +11,6 @@ import re
 import shutil
 import subprocess
 
-import numpy as np
 import pytest
 from conftest import make_run
 from test_fit_fakes import FakeBackend
