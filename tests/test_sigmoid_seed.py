@@ -138,3 +138,48 @@ def test_a_seed_without_its_runs_keeps_its_values_and_says_why(tmp_path):
     assert "not seeded" in sigmoid_lines(seed)[0]
     with pytest.raises(ValueError, match="holds no sigmoid"):
         sigmoid_start(seed)
+
+
+def test_the_sigmoid_start_travels_beside_the_coulomb_model(tmp_path):
+    """The seed file describes the Coulomb model (``--eval_params`` evaluates it: friction and the sigmoid together
+    would be refused) and carries the sigmoid's start under ``law_starts``, which ``--x0`` takes for a sigmoid fit."""
+    from types import SimpleNamespace
+
+    from isaaclab_sysid.fit.problem import start_point
+    from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, ParamSpace
+    from isaaclab_sysid.objective.result import FitResult
+    from isaaclab_sysid.rigid_body.fit_seed import FitSeed, sigmoid_start, write_seed
+
+    names = ("j1", "j2")
+    sig_values = {"sigmoid_amplitude": np.array([3.0, 4.0]), "sigmoid_slope": np.array([20.0, 30.0]),
+                  "sigmoid_offset": np.array([0.01, -0.02])}
+    sig = SimpleNamespace(values=sig_values, to_json=lambda joints: {"joints": list(joints)},
+                          start_values=lambda: {"viscous": np.array([0.25, 0.35])})
+    values = {"armature": np.array([0.1, 0.2]), "friction": np.array([0.5, 0.6]), "viscous": np.array([0.3, 0.4])}
+    seed = FitSeed(values, {k: "LS" for k in values}, [], None, sig, "", names)
+    path = write_seed(tmp_path / "seed.json", seed)
+    body = json.loads(path.read_text())
+    assert set(body["best_params_decoded"]) == {"armature", "friction", "viscous"}
+    assert body["law_starts"]["sigmoid"]["sigmoid_slope"] == [20.0, 30.0]
+    coulomb = ParamSpace.from_bounds({g: DEFAULT_BOUNDS[g] for g in ("armature", "friction", "viscous")}, 2, list(names))
+    given = FitResult.read(str(path), space=coulomb, joint_names=list(names))  # --eval_params reads it as fit_job does
+    evaluated = given.in_space(coulomb.restricted_to(given.decoded_json()))
+    assert list(evaluated.space.group_names) == ["armature", "friction", "viscous"]
+
+    bounds = {**{g: DEFAULT_BOUNDS[g] for g in ("armature", "viscous")}, "sigmoid_amplitude": (0.0, 10.0),
+              "sigmoid_slope": (1.0, 100.0), "sigmoid_offset": (-0.1, 0.1)}
+    space = ParamSpace.from_bounds(bounds, 2, list(names))
+    lines: list[str] = []
+    got = space.decode(start_point(str(path), space, log=lines.append))
+    for g, v in sig_values.items():
+        np.testing.assert_allclose(got[g], v)
+    np.testing.assert_allclose(got["armature"], values["armature"])
+    assert any("law_starts" in ln for ln in lines), lines
+    lines.clear()
+    np.testing.assert_allclose(coulomb.decode(start_point(str(path), coulomb, log=lines.append))["friction"], [0.5, 0.6])
+    assert not lines, lines  # nothing dropped, nothing taken from law_starts
+
+    # the sigmoid law's own start (--law sigmoid) is the model itself: no friction, the sigmoid in best_params_decoded
+    own = json.loads(write_seed(tmp_path / "own.json", sigmoid_start(seed)).read_text())
+    assert "friction" not in own["best_params_decoded"] and "law_starts" not in own
+    assert own["best_params_decoded"]["sigmoid_amplitude"] == [3.0, 4.0]

@@ -433,14 +433,31 @@ def start_point(spec: str, space: ParamSpace, log: Callable[[str], None] = print
         given = FitResult.read(spec, space=space)
     except (OSError, ValueError) as exc:
         raise FitError(f"--x0 {spec}: expected low, center or a sysid_best_params.json/checkpoint ({exc})") from None
-    from_file = space.normalize({g: given.values.get(g, 0.0) for g in space.group_names})
+    values = {**_law_starts(spec, [g for g in space.group_names if g not in given.values], log), **given.values}
+    from_file = space.normalize({g: values.get(g, 0.0) for g in space.group_names})
     for g in space.groups:
-        if g.name in given.values:
+        if g.name in values:
             x[space.slice(g.name)] = from_file[space.slice(g.name)]
     dropped = [g for g in given.space.group_names if g not in space.group_names]
     if dropped:
         log(dropped_groups_line(spec, dropped))
     return x
+
+
+def _law_starts(spec: str, wanted: Sequence[str], log: Callable[[str], None]) -> dict[str, np.ndarray]:
+    """The groups of ``wanted`` a seed file's ``law_starts`` holds (seed_fit.py writes another friction law's start
+    there, beside the Coulomb model it describes): group -> (N,) values; ``log`` says which were taken."""
+    if not wanted:
+        return {}
+    try:
+        starts = json.loads(Path(spec).read_text(encoding="utf-8")).get("law_starts") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    out = {g: np.asarray(v, dtype=float) for law in starts.values() if isinstance(law, dict)
+           for g, v in law.items() if g in wanted}
+    if out:
+        log(f"--x0 {spec}: {', '.join(out)} from the file's law_starts (the rigid-body step's start of that law)")
+    return out
 
 
 def dropped_groups_line(spec: str, dropped: Sequence[str]) -> str:

@@ -5,8 +5,9 @@ the same quantities the replay fit tunes. They make a ``best_params_decoded`` fi
 that ``sysid_franka_osc.py --x0 FILE`` starts from; groups the file lacks keep the
 fit's default start. The Gaz sigmoid law's groups (``sigmoid_amplitude``, ``sigmoid_slope``, ``sigmoid_offset``)
 are fitted per joint to the torque the LS attributes to friction (:mod:`.friction_seed`) when the identification
-runs the file records can be re-read; a fit of the Coulomb law ignores them (and says so); :func:`sigmoid_start` is
-the sigmoid law's whole start. Its constant per-joint ``offset`` column (logged = model + offset) seeds the torque
+runs the file records can be re-read, and written beside the Coulomb model under ``law_starts`` (``--x0`` starts a
+sigmoid fit from them; ``--eval_params`` evaluates the Coulomb model the file describes); :func:`sigmoid_start` is
+the sigmoid law's whole start, written as the model itself. Its constant per-joint ``offset`` column (logged = model + offset) seeds the torque
 replay's ``torque_offset`` group (the torque that acted is logged - offset, the same sign) when the identification had that column; a fit that does not
 fit the group ignores it.
 
@@ -50,9 +51,10 @@ class FitSeed:
 
     Attributes:
         values: fit key (``armature`` [kg m^2], ``friction`` [N m], ``viscous`` [N m s/rad],
-            ``torque_offset`` [N m, of the identified signal] when the LS had the offset column,
-            ``sigmoid_amplitude`` [N m], ``sigmoid_slope`` [s/rad], ``sigmoid_offset`` [rad/s] when the sigmoid was
-            fitted) -> (N,) values, and ``motor_delay_steps`` -> int [1 kHz ticks] when estimated.
+            ``torque_offset`` [N m, of the identified signal] when the LS had the offset column; after
+            :func:`sigmoid_start`, ``sigmoid_amplitude`` [N m], ``sigmoid_slope`` [s/rad], ``sigmoid_offset``
+            [rad/s] in place of ``friction``) -> (N,) values, and ``motor_delay_steps`` -> int [1 kHz ticks] when
+            estimated.
         sources: where each value came from.
         clipped: "<key>[<joint>]" entries that were negative and set to 0.
         delay: the cross-correlation result, if any.
@@ -82,9 +84,17 @@ class FitSeed:
             }
         if self.sigmoid is not None:
             out["sigmoid_fit"] = self.sigmoid.to_json(self.joint_names)
+            if "sigmoid_amplitude" not in self.values:  # the Coulomb start: the sigmoid's beside it, not in it
+                out[LAW_STARTS_KEY] = {"sigmoid": {g: [float(a) for a in np.asarray(v).ravel()]
+                                                   for g, v in self.sigmoid.values.items()}}
         elif self.sigmoid_skipped:
             out["sigmoid_fit"] = {"skipped": self.sigmoid_skipped}
         return out
+
+
+#: the seed file's key for other friction laws' starts (law -> group -> (N,) values): ``--x0`` starts a fit of that law
+#: from them; ``best_params_decoded`` stays the Coulomb model the file describes (``--eval_params`` evaluates it)
+LAW_STARTS_KEY = "law_starts"
 
 
 def joint_terms_from_rb_params(path: str | Path, joint_names: Sequence[str]) -> tuple[dict, list[str], str]:
@@ -157,12 +167,6 @@ def build_seed(
             sig = sigmoid_seed_from_rb_params(rb_params, joint_names, sigmoid_bounds)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             skipped = str(exc)
-        if sig is not None:
-            for g, v in sig.values.items():
-                values[g] = v
-                sources[g] = (f"{Path(rb_params)}: per-joint Gaz sigmoid + viscous + constant fitted to the "
-                              "LS's friction torque (Coulomb + viscous + offset + residual) against qd on its "
-                              "identification runs")
     delay = None
     runs = delay_runs
     if delay_ticks is not None:
@@ -193,6 +197,10 @@ def sigmoid_start(seed: FitSeed) -> FitSeed:
     if seed.sigmoid is None:
         raise ValueError(f"the seed holds no sigmoid ({seed.sigmoid_skipped or 'not asked for'})")
     values, sources = dict(seed.values), dict(seed.sources)
+    for g, v in seed.sigmoid.values.items():
+        values[g] = v
+        sources[g] = ("per-joint Gaz sigmoid + viscous + constant fitted to the LS's friction torque (Coulomb + "
+                      "viscous + offset + residual) against qd on its identification runs")
     start = seed.sigmoid.start_values()
     keys = ["viscous"] + (["torque_offset"] if "torque_offset" in values else [])
     for k in keys:
