@@ -256,19 +256,9 @@ def channel_ssr(objective: ReplayObjective, x: np.ndarray) -> dict[str, float]:
 
 def run_channel_stats(objective: ReplayObjective, x: np.ndarray) -> list[ChannelStats]:
     """Per fit run, the :class:`ChannelStats` of its residual at the base model's ``x`` (one rollout)."""
-    out: list[ChannelStats] = []
     ro = objective.rollouts(np.atleast_2d(x))
-    for r in weighted_residuals(ro, objective.runs, objective.weights, objective.traj_weights):
-        n, n_eff, ssr = dict.fromkeys(CHANNELS, 0), dict.fromkeys(CHANNELS, 0.0), dict.fromkeys(CHANNELS, 0.0)
-        for c, a in _split(np.asarray(r.per_sample()[0], dtype=float), objective.space.n_dof).items():
-            t, w = a.shape
-            if w == 0 or not np.any(a):
-                continue
-            n[c] += a.size
-            n_eff[c] += a.size / max(autocorr_inflation(a.ravel(), w, [t], max(1, t // 4)), 1.0)
-            ssr[c] += float(np.sum(a * a))
-        out.append(ChannelStats(n, n_eff, ssr))
-    return out
+    return [_block_stats(np.asarray(r.per_sample()[0], dtype=float), objective.space.n_dof)
+            for r in weighted_residuals(ro, objective.runs, objective.weights, objective.traj_weights)]
 
 
 def pooled(stats: Sequence[ChannelStats]) -> ChannelStats:
@@ -387,7 +377,7 @@ def run_score(ssr: dict[str, float], stats: ChannelStats) -> float:
 
 
 def _block_stats(r: np.ndarray, n_dof: int) -> ChannelStats:
-    """The :class:`ChannelStats` of one block's (T, C) weighted residuals."""
+    """The :class:`ChannelStats` of one block's (T, C) weighted residuals (a whole run's, or a part of it)."""
     n, n_eff, ssr = dict.fromkeys(CHANNELS, 0), dict.fromkeys(CHANNELS, 0.0), dict.fromkeys(CHANNELS, 0.0)
     for c, a in _split(r, n_dof).items():
         t, w = a.shape
