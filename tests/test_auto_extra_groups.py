@@ -73,3 +73,5 @@ def test_auto_with_torque_offset_on_a_biased_sigmoid_torque_twin(tmp_path, monke
     assert np.max(np.abs(off - torque_twin.OFFSET)) < 0.05, off
     assert int(res.values["delay"]) == torque_twin.DELAY
     assert not res.at_bounds(), res.at_bounds()
+    report = folder.report.read_text()
+    assert "friction law: `--fit_groups auto, friction law -> sigmoid" in report  # the law step's scores, in report.md

@@ -38,15 +38,17 @@ Refit = Callable[[FitArgs, FitProblem, Path, np.ndarray], tuple[Search, FitResul
 
 
 def run_auto(args: FitArgs, problem: FitProblem, search: Search, coulomb: FitResult, log: Callable[[str], None],
-             refit: Refit) -> tuple[Search, FitResult, FrictionChoice, StaticFrictionTest | None]:
+             refit: Refit
+             ) -> tuple[Search, FitResult, FrictionChoice, StaticFrictionTest | None, lc.LawChoice | None]:
     """Both steps after the Coulomb fit ``coulomb``; returns the answer's search and result, the static step's
-    choice and the score test (None when the answer is not the Coulomb model: the test is of that model)."""
+    choice, the score test (None when the answer is not the Coulomb model: the test is of that model) and the law
+    step's choice (None when that step did not apply)."""
     run_dir = search.run_dir
     search, result, choice, test = auto_friction(args, problem, search, coulomb, log, refit)
     search, result, law = auto_law(args, problem, search, result, coulomb, run_dir, log, refit)
     if law is not None and law.chosen != law.base:
         test = None  # the score test is of the Coulomb model
-    return search, result, choice, test
+    return search, result, choice, test, law
 
 
 def diverged(result: FitResult) -> bool:

@@ -14,7 +14,6 @@ shows the path of the parameter vector through these stages.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -82,17 +81,17 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
                                 admit_aborted=args.replay.admit_aborted)  # repeat files read and checked before the fit
     search, result = _search(args, problem, log)
     _refusediverged(result, search.run_dir)
-    run_dir, choice, test = search.run_dir, None, None
+    run_dir, choice, test, law = search.run_dir, None, None, None
     if args.params.auto:
         def refit(a: FitArgs, p: FitProblem, d: Path, x0: np.ndarray) -> tuple[Search, FitResult]:
             return _search(a, p, log, run_dir=d, x0=x0, refit=True)
 
-        search, result, choice, test = run_auto(args, problem, search, result, log, refit)
+        search, result, choice, test, law = run_auto(args, problem, search, result, log, refit)
     path = RunFolder(run_dir).write_result(result)
     log(f"best loss {result.best_score:.6g}; wrote {path}")
     log("  " + result.summary_line())
     _evaluate_and_report(args, problem, result, run_dir, search.cmaes.state.history, log,
-                         time.perf_counter() - t_start, floor, choice, test)
+                         time.perf_counter() - t_start, floor, choice, test, law)
     return run_dir
 
 
@@ -163,9 +162,11 @@ def _refusediverged(result: FitResult, run_dir: Path) -> None:
 
 def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, run_dir: Path, history: list,
                          log: Callable[[str], None], wall_s_so_far: float, floor=None,
-                         choice: FrictionChoice | None = None, test: StaticFrictionTest | None = None) -> None:
+                         choice: FrictionChoice | None = None, test: StaticFrictionTest | None = None,
+                         law: LawChoice | None = None) -> None:
     """Stage 4: fit and held-out runs, nominal vs fitted, in one backend call; plots and report.md (``history``: the
-    CMA-ES generations of the answer's search, empty when none ran; ``choice``/``test``: ``--fit_groups auto``'s)."""
+    CMA-ES generations of the answer's search, empty when none ran; ``choice``/``test``/``law``: ``--fit_groups
+    auto``'s)."""
     t0 = time.perf_counter()
     all_runs = problem.all_runs
     ev = evaluate_params(problem.backend, result, all_runs, problem.weights, source=str(RunFolder(run_dir).result))
@@ -193,8 +194,7 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
             pngs.append(plot_convergence(history, result.run_names, run_dir / "convergence.png"))
         pngs += plot_evaluation(run_dir, all_runs, ev, result.space.joint_names, backend_windows(problem.backend, all_runs))
     context = _context(args, problem) + ([f"friction model: `{choice.line()}` ({MODEL_CHOICE_FILE})"] if choice else [])
-    if choice and RunFolder(run_dir).law_choice.is_file():  # the law step's scores, leave-one-run-out included
-        law = LawChoice.from_json(json.loads(RunFolder(run_dir).law_choice.read_text()))
+    if law is not None:  # the law step's scores, the cross-validation included
         context.append(f"friction law: `{law.line()}` ({RunFolder(run_dir).law_choice.name})")
     sections = fit_sections(result, fit_ev, held_ev, wall_s_so_far + time.perf_counter() - t0, context)
     sections += _window_sections(windows, result.space.joint_names)

@@ -133,15 +133,6 @@ class LawChoice:
     def to_json(self) -> dict:
         return asdict(self)
 
-    @classmethod
-    def from_json(cls, d: dict) -> "LawChoice":
-        """The choice :meth:`to_json` wrote (``friction_law_auto.json``); keys an older file lacks take defaults."""
-        known = set(cls.__dataclass_fields__)
-        kw = {k: v for k, v in d.items() if k in known}
-        kw["scores"] = [LawScore(**{k: v for k, v in sc.items() if k in LawScore.__dataclass_fields__})
-                        for sc in d.get("scores", [])]
-        return cls(**kw)
-
 
 def armature_at_bound(result) -> set[str]:
     """The labels of a fit's armature entries at a search bound."""
