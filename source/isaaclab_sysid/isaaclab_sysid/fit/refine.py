@@ -743,7 +743,7 @@ class LMRefiner:
             t.crawl_last = small and from_stencil and self._crawling(rem)
             if t.crawl_last:
                 small = False  # a crawl: the forecast says far more is left than a test could miss; go on
-                t.crawls = getattr(t, "crawls", 0) + 1
+                t.crawls += 1
                 t.crawl_forecast = float(rem)
             if small or negligible:
                 if from_stencil:
@@ -820,15 +820,15 @@ class LMRefiner:
         if b.stop == "rejected":
             return StageVerdict(stage, True, f"no damping value lowered the loss any more after {b.accepted} accepted "
                                 "steps (a minimum to the precision of the step)")
-        crawls = getattr(b, "crawls", 0)
+        crawls = b.crawls
         crawl = (f"crawling: {crawls} of its steps from a finite-difference Jacobian lowered the loss by less than rtol "
                  f"{100 * s.rtol:.2g} % while the Gauss-Newton forecast of what it could still gain was "
-                 f"{getattr(b, 'crawl_forecast', float('nan')):.3g} on the likelihood-ratio scale of its "
+                 f"{b.crawl_forecast:.3g} on the likelihood-ratio scale of its "
                  f"{b.n_eff:.0f} effective samples (> chi2_1({s.crawl_level or 0.95:g}) = "
                  f"{chi2_1(s.crawl_level or 0.95):.2f}): small steps, not a minimum") if crawls else ""
         if b.rejected:
             why = f"its damping was still rising ({b.rejected} rejected steps after the last accepted one)"
-        elif getattr(b, "crawl_last", False):
+        elif b.crawl_last:
             why, crawl = crawl, ""
         elif b.last_gain < s.rtol:
             why = (f"its last step lowered the loss by {100 * b.last_gain:.2g} % (< rtol {100 * s.rtol:.2g} %), but "
