@@ -139,6 +139,22 @@ def worker(spec_path: str) -> None:
         return out
 
     L.step, L._stencils, L.run = step, stencils, run
+    from isaaclab_sysid.jobs import fit_job
+    orig_fp = fit_job.run_first_pass
+
+    def first_pass(args, problem, plan, run_dir, log, search):
+        def counted_search(a, p, d, x0, refit):  # the polish is the search in the fit folder itself
+            if Path(d) == Path(run_dir):
+                ru0 = resource.getrusage(resource.RUSAGE_SELF)
+                count["first_pass"] = {"windows": len(plan.windows),
+                                       "window_s": float(sum(w.t1_s - w.t0_s for w in plan.windows)),
+                                       "iterations": count["iterations"], "rollouts": count["rollouts"],
+                                       "sim_s": count["sim_s"], "wall_s": time.perf_counter() - t0,
+                                       "cpu_s": ru0.ru_utime + ru0.ru_stime}
+            return search(a, p, d, x0, refit)
+        return orig_fp(args, problem, plan, run_dir, log, counted_search)
+
+    fit_job.run_first_pass = first_pass
     t0 = time.perf_counter()
     main_from_args(tyro.cli(FitArgs, args=spec["argv"], use_underscores=True))
     count["wall_s"] = time.perf_counter() - t0
@@ -193,6 +209,12 @@ def run_case(case: Case, heldout: list[str], floor_mrad: float, groups: str, fit
     stats["heldout_q_rms_mrad"] = float(h)
     stats["heldout_over_floor"] = float(h / floor_mrad)
     stats["chosen"] = sorted(k for k in best["best_params_decoded"] if k != "motor_delay_steps")
+    fp = fit_dir / "first_pass.json"  # a long fit's first pass (jobs/first_pass.py): what it chose
+    if fp.exists() and "first_pass" in stats:
+        summary = json.loads(fp.read_text())
+        stats["first_pass"].update(delay=summary["first"]["delay"], groups=summary["first"]["groups"],
+                                   polish_start_loss=summary["polish"]["start_loss"],
+                                   polish_loss=summary["polish"]["loss"])
     return stats
 
 
@@ -242,6 +264,17 @@ def report(out: dict) -> str:
             f"{r['separated']} / {r.get('tied', 0)} | {r['peak_rss_gb']:.2f} ({r['memory_x']:.2f}) | {r['delay']} ({r['delay_true']}) | "
             f"{100 * r['median_rel']:.1f} % / {100 * r['max_rel']:.0f} % ({100 * r['max_rel_j2_7']:.0f} %) | "
             f"{r['heldout_over_floor']:.2f} |")
+    fps = [r for r in out["rows"] if r.get("first_pass")]
+    if fps:
+        lines += ["", "First pass on windows (jobs/first_pass.py), then the polish on the full runs:",
+                  "| case | windows (s) | first pass: LM iterations / CPU s / wall s | its groups, delay | "
+                  "polish: LM iterations / CPU s | loss at its start -> polished |", "|---|---|---|---|---|---|"]
+        for r in fps:
+            f = r["first_pass"]
+            lines.append(f"| {r['case']} | {f['windows']} ({f['window_s']:.1f}) | {f['iterations']} / "
+                         f"{f['cpu_s']:.0f} / {f['wall_s']:.0f} | {','.join(f.get('groups', []))}, {f.get('delay')} | "
+                         f"{r['iterations'] - f['iterations']} / {r['cpu_s'] - f['cpu_s']:.0f} | "
+                         f"{f.get('polish_start_loss', float('nan')):.4g} -> {f.get('polish_loss', float('nan')):.4g} |")
     return "\n".join(lines)
 
 

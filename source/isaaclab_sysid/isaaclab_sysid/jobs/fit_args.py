@@ -84,6 +84,14 @@ class SearchConfig:
     """Candidates per probe generation (--fast_probe_generations)."""
     fast_probe_margin: float = 0.05
     """The fraction by which the probe must lower the fast optimum's loss to send the search to CMA-ES."""
+    first_pass_s: float = 12.0
+    """Long recordings: when the fit runs total more than 2x this [s], the whole search (--fit_groups auto's choice
+    and the delay profile included) first runs on windows of about this many seconds in all, cut from every run and
+    each started from the measured state, then a polish refines on the full runs from that answer, in its groups,
+    with the delay profile started at its delay (docs/fit.md, "Long recordings"). 0 = off: the search on the full
+    runs from the start."""
+    first_pass_window_s: float = 3.0
+    """The first pass's window length [s] (--first_pass_s): its windows are spread evenly over every run."""
 
 
 @dataclass
@@ -197,6 +205,8 @@ def check_job_flags(args: FitArgs) -> None:
         raise FitError("--refine_iter must be >= 0 (0 turns the refinement off)")
     if not (0 < s.sigma <= 1):
         raise FitError("--sigma must lie in (0, 1] (it is a step in the normalized [0, 1] space)")
+    if s.first_pass_s < 0 or not s.first_pass_window_s > 0:
+        raise FitError("--first_pass_s must be >= 0 (0 = off) and --first_pass_window_s > 0 [s]")
     if args.output.save_interval < 1:
         raise FitError("--save_interval must be at least 1 (generations)")
 

@@ -41,6 +41,7 @@ from isaaclab_sysid.fit.tracking import WandbLog
 from isaaclab_sysid.jobs.assessment import assess_fit
 from isaaclab_sysid.jobs.fit_args import FitArgs, resolve_problem
 from isaaclab_sysid.jobs.auto_model import diverged, run_auto
+from isaaclab_sysid.jobs.first_pass import plan_first_pass, run_first_pass
 from isaaclab_sysid.jobs.law_choice import LawChoice
 from isaaclab_sysid.jobs.model_choice import FrictionChoice
 from isaaclab_sysid.sim.interface import UnsupportedParameterError
@@ -59,6 +60,8 @@ def resumed_args(args: FitArgs) -> FitArgs:
     raw = config.get("job") or config.get("args") or {}
     if "strategy" not in raw.get("search", raw):  # a folder from before --strategy existed: a CMA-ES fit
         saved.search.strategy = "cmaes"
+    if "first_pass_s" not in raw.get("search", raw):  # a folder from before the first pass: its fit was direct
+        saved.search.first_pass_s = 0.0
     saved.output.resume = str(resume_dir)
     saved.output.quiet = args.output.quiet
     saved.cluster = args.cluster  # where it runs never changes the answer: --cluster/--ray_* of this command line
@@ -79,19 +82,36 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
         return _eval_only(args, problem, log)
     floor = resolve_noise_floor(args.output.noise_floor_mrad, args.output.noise_floor_from, log,
                                 admit_aborted=args.replay.admit_aborted)  # repeat files read and checked before the fit
-    search, result = _search(args, problem, log)
-    _refusediverged(result, search.run_dir)
-    run_dir, choice, test, law = search.run_dir, None, None, None
-    if args.params.auto:
-        def refit(a: FitArgs, p: FitProblem, d: Path, x0: np.ndarray) -> tuple[Search, FitResult]:
-            return _search(a, p, log, run_dir=d, x0=x0, refit=True)
+    plan = plan_first_pass(args, problem)
+    log(plan.line())
+    first = None
+    if plan.applies:  # long runs: the whole search on windows, then a polish on the full runs (jobs/first_pass.py)
+        run_dir = Path(args.output.resume) if args.output.resume else _open_folder(args, problem)
 
-        search, result, choice, test, law = run_auto(args, problem, search, result, log, refit)
+        def search_in(a: FitArgs, p: FitProblem, d: Path, x0: np.ndarray | None, refit: bool
+                      ) -> tuple[Search, FitResult]:
+            return _search(a, p, log, run_dir=d, x0=x0, refit=refit)
+
+        first = run_first_pass(args, problem, plan, run_dir, log, search_in)
+    if first is not None:
+        search, result = first.search, first.result
+        _refusediverged(result, search.run_dir)
+        run_dir, choice, test, law = search.run_dir, first.choice, first.test, first.law
+    else:
+        search, result = _search(args, problem, log, run_dir=run_dir if plan.applies else None)
+        _refusediverged(result, search.run_dir)
+        run_dir, choice, test, law = search.run_dir, None, None, None
+        if args.params.auto:
+            def refit(a: FitArgs, p: FitProblem, d: Path, x0: np.ndarray) -> tuple[Search, FitResult]:
+                return _search(a, p, log, run_dir=d, x0=x0, refit=True)
+
+            search, result, choice, test, law = run_auto(args, problem, search, result, log, refit)
     path = RunFolder(run_dir).write_result(result)
     log(f"best loss {result.best_score:.6g}; wrote {path}")
     log("  " + result.summary_line())
     _evaluate_and_report(args, problem, result, run_dir, search.cmaes.state.history, log,
-                         time.perf_counter() - t_start, floor, choice, test, law)
+                         time.perf_counter() - t_start, floor, choice, test, law,
+                         first.report_lines() if first is not None else [])
     return run_dir
 
 
@@ -126,11 +146,7 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None], run_
         run_dir = Path(args.output.resume)
         search = Search.resumed(problem, settings, run_dir, log)
     else:
-        run_dir = RunFolder.new(args.output.log_dir).path
-        write_config(run_dir, problem_dict, job_dict, {"param_space": problem.space.describe(),
-                                                       "robot": problem.robot.name, "ee_frame": problem.robot.ee_frame,
-                                                       "runs": [str(r.source) for r in problem.runs],
-                                                       "heldout_runs": [str(r.source) for r in problem.heldout]})
+        run_dir = _open_folder(args, problem)
         search = Search(problem, settings, run_dir, log=log)
     wb = WandbLog(args.output.wandb, run_dir, {**problem_dict, **job_dict}, log)
     search.on_generation = lambda rec: wb.log(rec.to_row(search.cmaes.run_names), rec.iteration)
@@ -145,6 +161,16 @@ def _search(args: FitArgs, problem: FitProblem, log: Callable[[str], None], run_
     finally:
         wb.finish()
     return search, result
+
+
+def _open_folder(args: FitArgs, problem: FitProblem) -> Path:
+    """A new fit folder under ``--out`` with its ``config.json`` (the problem, the job, the space and the runs)."""
+    run_dir = RunFolder.new(args.output.log_dir).path
+    write_config(run_dir, args.problem.to_dict(), args.job_dict(),
+                 {"param_space": problem.space.describe(), "robot": problem.robot.name,
+                  "ee_frame": problem.robot.ee_frame, "runs": [str(r.source) for r in problem.runs],
+                  "heldout_runs": [str(r.source) for r in problem.heldout]})
+    return run_dir
 
 
 def strategy_of(s) -> str:
@@ -163,10 +189,10 @@ def _refusediverged(result: FitResult, run_dir: Path) -> None:
 def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, run_dir: Path, history: list,
                          log: Callable[[str], None], wall_s_so_far: float, floor=None,
                          choice: FrictionChoice | None = None, test: StaticFrictionTest | None = None,
-                         law: LawChoice | None = None) -> None:
+                         law: LawChoice | None = None, first_pass: list[str] | None = None) -> None:
     """Stage 4: fit and held-out runs, nominal vs fitted, in one backend call; plots and report.md (``history``: the
     CMA-ES generations of the answer's search, empty when none ran; ``choice``/``test``/``law``: ``--fit_groups
-    auto``'s)."""
+    auto``'s; ``first_pass``: the first pass's report lines, jobs/first_pass.py)."""
     t0 = time.perf_counter()
     all_runs = problem.all_runs
     ev = evaluate_params(problem.backend, result, all_runs, problem.weights, source=str(RunFolder(run_dir).result))
@@ -196,6 +222,7 @@ def _evaluate_and_report(args: FitArgs, problem: FitProblem, result: FitResult, 
     context = _context(args, problem) + ([f"friction model: `{choice.line()}` ({MODEL_CHOICE_FILE})"] if choice else [])
     if law is not None:  # the law step's scores, the cross-validation included
         context.append(f"friction law: `{law.line()}` ({RunFolder(run_dir).law_choice.name})")
+    context += list(first_pass or [])
     sections = fit_sections(result, fit_ev, held_ev, wall_s_so_far + time.perf_counter() - t0, context)
     sections += _window_sections(windows, result.space.joint_names)
     report = write_report(run_dir, sections, pngs)
