@@ -102,11 +102,16 @@ def joint(robot, seconds: float, seed: int, kp_scale: float = 1.0):
 
 
 def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int | None = None,
-                rate_hz: float = 1000.0, tau_noise: float | None = None) -> dict:
+                rate_hz: float = 1000.0, tau_noise: float | None = None, heldout_to_fit: bool = True) -> dict:
     """One cell: record the twin of ``truth`` under ``controller`` logged at ``rate_hz``, run the fit job with its
     defaults, score. The 1 kHz joint-PD and task-impedance cells keep :data:`NOISE` (the first matrix's); every other
     cell has :func:`~isaaclab_sysid.twin.law_twins.matrix_noise` (quantization, stale rows below 1 kHz; servo: no
-    torque logged, the velocity differenced)."""
+    torque logged, the velocity differenced).
+
+    ``heldout_to_fit``: the fit job gets the held-out run (``--heldout_csv``, as a user with a run at other gains
+    gives it; it enters only the evaluation and the verdict, never the fit or the law choice); False: the verdict
+    sees the fit runs alone. Either way the row records the verdict, the numbers at a bound and the chosen model's
+    cross-validation cost (out-of-sample minus in-sample score, summed over the blocks, when the law step ran it)."""
     from pathlib import Path
 
     from isaaclab_sysid.data import write_run
@@ -136,9 +141,11 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
     csvs = [str(write_run(rec(t, i + 1), work / f"fit_{i}.csv")[0]) for i, t in enumerate(targets)]
     heldout = rec(held, 3)
     floor = rms_between_runs(heldout, rec(held, 4))["q_rms_all_mrad"]
+    held_csv = [str(write_run(heldout, work / "heldout.csv")[0])] if heldout_to_fit else []
     lines: list[str] = []
     t0 = time.perf_counter()
-    out = run_fit(FitArgs.build(real_csv=csvs, log_dir=str(work / "logs"), plots=False, quiet=True), log=lines.append)
+    out = run_fit(FitArgs.build(real_csv=csvs, heldout_csv=held_csv, log_dir=str(work / "logs"), plots=False,
+                                quiet=True), log=lines.append)
     wall = time.perf_counter() - t0
     res = FitResult.read(out / RESULT_FILE)
     backend = MujocoBackend(robot, ReplayOptions(), n_threads=threads)
@@ -160,7 +167,14 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
             "law_reason": law.get("reason"), "law_line": next((s for s in lines if s.startswith(
                 "--fit_groups auto, friction law")), None),
             "bic": {sc["law"]: sc["bic"] if sc["bic"] is not None else f"forecast {sc['forecast_bic']}" for sc in scores},
-            "loro_delta": {sc["law"]: sc.get("loro_delta") for sc in scores if sc.get("loro_delta") is not None}}
+            "loro_delta": {sc["law"]: sc.get("loro_delta") for sc in scores if sc.get("loro_delta") is not None},
+            "heldout_to_fit": heldout_to_fit, "n_eff_method": lc.N_EFF_METHOD,
+            "n_eff": law.get("n_eff"), "n": law.get("n"),
+            "heldout_over_fit": res.adequacy.heldout_over_fit if res.adequacy else None,
+            "residual_over_floor": res.adequacy.residual_over_floor if res.adequacy else None,
+            "at_bounds": [h.describe() for h in res.at_bounds()],
+            "cv_cost": {sc["law"]: {"k": sc["k"], "out_minus_in": float(np.sum(sc["loro"]) - np.sum(sc["loro_in"]))}
+                        for sc in scores if sc.get("loro") is not None and sc.get("loro_in") is not None}}
 
 
 def _kept_fits(cell) -> tuple:
@@ -220,6 +234,58 @@ def cv_check(cell, blocks_per_run: list[int]) -> list[dict]:
         row["wall_s"] = time.perf_counter() - t0
         out.append(row)
     return out
+
+
+def out_of_sample(objective: ReplayObjective, x: np.ndarray, per_run: int = lc.CV_BLOCKS_PER_RUN,
+                  level: float = 0.999) -> dict | None:
+    """An AIC-like out-of-sample test of the model at ``x`` (D,) on ``objective``'s runs: each run cut in ``per_run``
+    blocks, each left out in turn and predicted from one Gauss-Newton refit on the rest
+    (jobs/law_choice.leave_one_block_out, n_eff by Geyer's initial positive sequence). ``total`` is the summed
+    out-of-sample minus in-sample score ``sum_c n_eff_c log(SSR_out_c / SSR_in_c)``; a right linear model with k
+    free numbers costs about ``expected = k sum_b (n_b / (N - n_b) + n_b / N)`` (equal blocks' leave-out variance
+    plus in-sample optimism), and ``limit`` scales the chi-square with ``B k`` degrees of freedom to that mean
+    (its ``level`` point). None where the cross-validation cannot run."""
+    from scipy.stats import chi2
+
+    k = lc.continuous_count(objective.space)
+    cv = lc.leave_one_block_out(objective, x, per_run, n_eff_method="geyer")
+    if k == 0 or cv is None or not np.all(np.isfinite(cv.score)):
+        return None
+    sizes = np.array([b - a for _, a, b in lc.cv_blocks([r.q.shape[0] for r in objective.runs], per_run)], float)
+    expected = float(k * np.sum(sizes / (sizes.sum() - sizes) + sizes / sizes.sum()))
+    nu = k * len(sizes)
+    excess = [float(a - b) for a, b in zip(cv.score, cv.in_score)]
+    limit = float(expected / nu * chi2.ppf(level, nu))
+    return {"blocks": cv.blocks, "excess": excess, "k": k, "expected": expected, "limit": limit,
+            "total": float(sum(excess)), "exceeded": bool(sum(excess) > limit)}
+
+
+def verdict_evidence(cell) -> dict:
+    """What a kept cell's answer (its ``sysid_best_params.json``) shows out of sample without a held-out run: its
+    own cross-validation (:func:`out_of_sample`), the same excess with the cutoff n_eff for comparison, the numbers
+    at a bound, and the wall time. Measured as a candidate criterion for the verdict, not adopted (docs/friction.md,
+    'The verdict')."""
+    import dataclasses as dc
+    from pathlib import Path
+
+    from isaaclab_sysid.jobs.fit_args import FitArgs, resolve_problem
+
+    cell = Path(cell)
+    run = sorted(cell.glob("logs/*/"))[-1]
+    res = FitResult.read(run / "sysid_best_params.json")
+    csvs = sorted(str(p) for p in cell.glob("fit_*.csv"))
+    prob = resolve_problem(FitArgs.build(real_csv=csvs, log_dir=str(cell / "analysis"), plots=False, quiet=True),
+                           log=lambda s: None)
+    t0 = time.perf_counter()
+    oos = out_of_sample(dc.replace(prob, space=res.space).objective(), res.best_x)
+    wall = time.perf_counter() - t0
+    cv = lc.leave_one_block_out(dc.replace(prob, space=res.space).objective(), res.best_x, n_eff_method="cutoff")
+    return {"cell": cell.name, "law": lc.law_of_groups(res.space.group_names).name,
+            "verdict_in_cell": res.adequacy.verdict if res.adequacy else None,
+            "heldout_over_fit": res.adequacy.heldout_over_fit if res.adequacy else None,
+            "out_of_sample": oos, "wall_s": wall,
+            "cutoff_excess": None if cv is None else float(np.sum(cv.score) - np.sum(cv.in_score)),
+            "at_bounds": [h.describe() for h in res.at_bounds()]}
 
 
 # the AR-whitened BIC, an alternative to the n_eff BIC measured by --cv-check (docs/benchmarks.md, issue 46 third
@@ -462,7 +528,19 @@ def main() -> int:
     ap.add_argument("--cv-blocks", default="1,2,4", help="blocks per run for --cv-check (1: leave one run out)")
     ap.add_argument("--replicate", metavar="CELL", help="a kept 1 kHz cell: its fits scored on twins of its fit runs "
                     "with other noise seeds (--truths: the cell's one truth; --controllers: its controller)")
+    ap.add_argument("--fit-runs-only", action="store_true", help="the matrix's fit job gets no --heldout_csv (its "
+                    "verdict sees the fit runs alone; default: the held-out run is handed to it, as a user would)")
+    ap.add_argument("--n-eff", choices=sorted(lc._INFLATION), default=lc.N_EFF_METHOD,
+                    help="how the law step's BIC and cross-validation count each channel's independent residuals "
+                         "(jobs/law_choice.N_EFF_METHOD)")
+    ap.add_argument("--verdict-evidence", nargs="+", metavar="CELL", help="kept matrix cells (--work DIR/<cell>): "
+                    "the answer's own cross-validation cost against a right model's, per n_eff method")
     a = ap.parse_args()
+    lc.N_EFF_METHOD = a.n_eff
+    if a.verdict_evidence:
+        for c in a.verdict_evidence:
+            print(json.dumps(verdict_evidence(c), default=float), flush=True)
+        return 0
     size = CI if a.ci else FULL
     if a.cv_check or a.replicate:
         if a.cv_check:
@@ -487,12 +565,13 @@ def main() -> int:
                 for ctl in a.controllers.split(","):
                     for rate in (float(v) for v in a.rates.split(",")):
                         r = matrix_cell(truth, ctl, a.seconds or (1.5 if a.ci else 3.0), work, a.threads, rate,
-                                        a.tau_noise)
+                                        a.tau_noise, heldout_to_fit=not a.fit_runs_only)
                         rows.append(r)
                         print(f"truth {r['truth']:8s} {r['controller']:15s} {rate:6g} Hz -> {r['chosen']:8s} delay "
                               f"{r['delay']} held-out {r['heldout_over_floor']:.2f}x floor "
                               f"({r['floor_mrad']:.3f} mrad), {r['verdict']}, {r['wall_s']:.0f} s; BIC {r['bic']}; "
-                              f"LORO vs base {r['loro_delta']}; {r['law_reason']}", flush=True)
+                              f"LORO vs base {r['loro_delta']}; CV cost {r['cv_cost']}; at bounds "
+                              f"{len(r['at_bounds'])}; {r['law_reason']}", flush=True)
                         if a.json:  # each cell as it comes: a long matrix keeps what it measured
                             with open(a.json, "w") as fh:
                                 json.dump(rows, fh, indent=2, default=str)

@@ -123,6 +123,7 @@ def assess(
     candidate: int = 1,
     age_max_ms: Sequence[float] | None = None,
     torque_diagnostics: TorqueResidualDiagnostics | None = None,
+    at_bounds: Sequence[str] = (),
 ) -> Adequacy:
     """The verdict from the fitted candidate's rollouts (``fitted[r].q[candidate]``) on ``runs`` (first ``n_fit`` fit).
 
@@ -132,6 +133,12 @@ def assess(
     (0 or None: fresh); such runs are left out of the speed test. ``torque_diagnostics``: a torque replay's
     residual shapes (:func:`~isaaclab_sysid.evaluate.torque_residual.diagnose`): the verdict names an offset, a
     lag or sensor filter (each a misfit) and torque noise (an explanation of a floor excess) when they show.
+    ``at_bounds``: the fitted numbers at a search bound, one line each (:meth:`BoundHit.describe`); an adequate
+    verdict names them (a bound can stand in for what the model lacks).
+
+    Without a held-out run an adequate verdict says that it was judged on the fit runs only: a residual at the
+    floor on the runs the numbers were fitted to does not show that the model predicts another run (issue 46:
+    task-impedance fits at the floor on their two runs at one gain miss a run at other gains by 2.6-2.9x the floor).
     """
     jac = ee_jacobian(robot) if robot is not None and robot.n_dof > 6 else None
     ages = list(age_max_ms or [0.0] * len(runs))
@@ -183,12 +190,28 @@ def assess(
     if bad and stated:  # the fit held the runs' stated gains fixed: they are a suspect the data cannot clear
         msgs.append(_stated_gains_message(runs[0], len(stated)))
     if verdict == "adequate":
-        msgs.append("model adequate: " + (f"held-out error {ratio:.2f}x the fit error" if ratio is not None else
-                                          "no held-out run (give one: another waveform, other gains)")
-                    + f"; residual {over:.2f}x the {_SOURCE_WORDS.get(source, source)} noise floor")
+        msgs.append(_adequate_message(ratio, over, source, list(at_bounds)))
     if source in ("repeats", "shooting"):
         msgs.append(f"noise floor {floor:.3g} mrad: {method}")
     return Adequacy(verdict, msgs, ratio, floor, source, over, stats, limits, per_joint, method, files)
+
+
+def _adequate_message(ratio: float | None, over: float, source: str, at_bounds: list[str]) -> str:
+    """The adequate verdict's line: what it was judged on (held-out runs, or the fit runs only) and what it cannot
+    clear (numbers at a bound)."""
+    floor = f"residual {over:.2f}x the {_SOURCE_WORDS.get(source, source)} noise floor"
+    if ratio is not None:
+        text = f"model adequate: held-out error {ratio:.2f}x the fit error; {floor}"
+    else:
+        text = (f"model adequate on the fit runs only: {floor}; no held-out run was given, so nothing shows the "
+                "model predicts a run at other gains or another waveform (a model can pass on its own runs and miss "
+                "such a run several times over: docs/friction.md, 'The verdict'); give one with --heldout_csv before "
+                "trusting it beyond these runs")
+    if at_bounds:
+        shown = "; ".join(at_bounds[:4]) + (f"; and {len(at_bounds) - 4} more" if len(at_bounds) > 4 else "")
+        text += (f"; {len(at_bounds)} fitted number(s) at a search bound ({shown}): a bound can stand in for what "
+                 "the model lacks" + (", which only a held-out run can clear" if ratio is None else ""))
+    return text
 
 
 def _stated_gains_message(run: Run, n: int) -> str:

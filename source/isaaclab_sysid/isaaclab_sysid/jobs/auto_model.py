@@ -209,7 +209,7 @@ def confirm_laws(problem: FitProblem, base_obj, search: Search, base: FitResult,
         srch, res, _, _ = refitted[law]
         return ((srch, res, law), "the lowest BIC on the fit runs, unconfirmed", [],
                 f"the {base_name} model's cross-validation replay did not stay finite: the law rests on the BIC alone")
-    base_score.loro = base_cv.score
+    base_score.loro, base_score.loro_in = base_cv.score, base_cv.in_score
     confirmed: list[str] = []
     for _, law in ranked:
         _, res, sub, sc = refitted[law]
@@ -218,7 +218,7 @@ def confirm_laws(problem: FitProblem, base_obj, search: Search, base: FitResult,
             sc.confirmed, sc.note = False, (sc.note + "; " if sc.note else "") + "its optimum does not replay finitely"
             continue
         c = lc.confirm(law, cv, base_cv)
-        sc.loro, sc.loro_delta, sc.confirmed = cv.score, c.delta, c.confirmed
+        sc.loro, sc.loro_delta, sc.confirmed, sc.loro_in = cv.score, c.delta, c.confirmed, cv.in_score
         if c.confirmed:
             confirmed.append(law)
     note = (f"cross-validation: each fit run cut in {per}, each block replayed at the numbers fitted on the other "

@@ -41,7 +41,7 @@ from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.objective.param_space import GROUPS, GroupSpec, ParamSpace
 from isaaclab_sysid.objective.residuals import weighted_residuals
 from isaaclab_sysid.intervals.curvature import IntervalError, sensitivity
-from isaaclab_sysid.residual_stats import autocorr_inflation
+from isaaclab_sysid.residual_stats import autocorr_inflation, geyer_inflation
 from isaaclab_sysid.sim.friction import LAWS, law_of_groups
 
 #: the laws ``--fit_groups auto`` weighs against the Coulomb / static answer by default
@@ -63,7 +63,8 @@ class LawScore:
         forecast_bic: the BIC of that forecast; refit: whether the law was refitted; note: why not, or what failed.
         loro: per left-out block, the model's cross-validated predictive score (:class:`Loro`; None: not
         computed); loro_delta: per block, that score minus the base's (a law only); confirmed: whether cross-validated
-        prediction confirmed the law (None: not asked).
+        prediction confirmed the law (None: not asked); loro_in: per block, the same score of the model's residual at
+        its all-runs optimum (in sample; ``loro`` minus it is what the block cost out of sample).
     """
 
     law: str
@@ -78,6 +79,7 @@ class LawScore:
     loro: list[float] | None = None
     loro_delta: list[float] | None = None
     confirmed: bool | None = None
+    loro_in: list[float] | None = None
 
 
 @dataclass
@@ -205,6 +207,11 @@ LORO_SCALES = (1.0, 0.5, 0.25, 0.0)
 CV_BLOCKS_PER_RUN = 2
 #: the residual's channels, each with a variance of its own in the likelihood
 CHANNELS = ("q", "dq", "x")
+#: how a channel's n_eff is measured: ``cutoff`` (:func:`~isaaclab_sysid.residual_stats.autocorr_inflation`: lags
+#: summed while rho > 2 / sqrt(T)) or ``geyer`` (:func:`~isaaclab_sysid.residual_stats.geyer_inflation`: Geyer's
+#: initial positive sequence); benchmarks/friction_laws.py --n-eff compares them
+N_EFF_METHOD = "cutoff"
+_INFLATION = {"cutoff": autocorr_inflation, "geyer": geyer_inflation}
 
 
 @dataclass
@@ -348,12 +355,15 @@ class Loro:
             that fits only noise costs prediction by itself).
         stats: per block, the :class:`ChannelStats` of this model's own residual at its optimum (the base's are the
             ones every model's score uses).
+        in_score: per block, the score of the model's residual at its all-runs optimum (in sample), with the same
+            n and n_eff as ``score``.
     """
 
     blocks: list[str]
     ssr: list[dict[str, float]]
     score: list[float]
     stats: list[ChannelStats] = field(default_factory=list)
+    in_score: list[float] = field(default_factory=list)
 
 
 def run_score(ssr: dict[str, float], stats: ChannelStats) -> float:
@@ -367,15 +377,17 @@ def run_score(ssr: dict[str, float], stats: ChannelStats) -> float:
     return float(total)
 
 
-def _block_stats(r: np.ndarray, n_dof: int) -> ChannelStats:
-    """The :class:`ChannelStats` of one block's (T, C) weighted residuals (a whole run's, or a part of it)."""
+def _block_stats(r: np.ndarray, n_dof: int, n_eff_method: str | None = None) -> ChannelStats:
+    """The :class:`ChannelStats` of one block's (T, C) weighted residuals (a whole run's, or a part of it);
+    ``n_eff_method``: a key of ``_INFLATION`` (None: :data:`N_EFF_METHOD`)."""
+    inflation = _INFLATION[n_eff_method or N_EFF_METHOD]
     n, n_eff, ssr = dict.fromkeys(CHANNELS, 0), dict.fromkeys(CHANNELS, 0.0), dict.fromkeys(CHANNELS, 0.0)
     for c, a in _split(r, n_dof).items():
         t, w = a.shape
         if w == 0 or not np.any(a):
             continue
         n[c] = a.size
-        n_eff[c] = a.size / max(autocorr_inflation(a.ravel(), w, [t], max(1, t // 4)), 1.0)
+        n_eff[c] = a.size / max(inflation(a.ravel(), w, [t], max(1, t // 4)), 1.0)
         ssr[c] = float(np.sum(a * a))
     return ChannelStats(n, n_eff, ssr)
 
@@ -392,7 +404,7 @@ def cv_blocks(lengths: Sequence[int], per_run: int) -> list[tuple[int, int, int]
 
 def leave_one_block_out(objective: ReplayObjective, x: np.ndarray, per_run: int = 2,
                         block_stats: Sequence[ChannelStats] | None = None, streamed: bool | None = None,
-                        dense_limit_mb: float = DENSE_LIMIT_MB) -> Loro | None:
+                        dense_limit_mb: float = DENSE_LIMIT_MB, n_eff_method: str | None = None) -> Loro | None:
     """The model's cross-validated prediction from its all-runs optimum ``x`` (D,) (the delay held): each fit run cut
     into ``per_run`` contiguous blocks (:func:`cv_blocks`; 1: leave one run out), each block left out in turn.
 
@@ -405,7 +417,8 @@ def leave_one_block_out(objective: ReplayObjective, x: np.ndarray, per_run: int 
     every run. The replay runs each whole run: a left-out block's samples are only not scored in its fold.
 
     ``block_stats``: per block, the base model's :class:`ChannelStats` (n, n_eff) its score uses (None: this model's
-    own, as for the base). None where there are fewer than two blocks or the optimum does not replay finitely."""
+    own, as for the base). ``n_eff_method``: how this model's own blocks count their independent residuals (None:
+    :data:`N_EFF_METHOD`). None where there are fewer than two blocks or the optimum does not replay finitely."""
     runs = objective.runs
     n_dof = objective.space.n_dof
     blocks = cv_blocks([r.q.shape[0] for r in runs], per_run)
@@ -424,7 +437,7 @@ def leave_one_block_out(objective: ReplayObjective, x: np.ndarray, per_run: int 
         Hb.append(np.einsum("tcp,tcq->pq", J, J))
         gb.append(np.einsum("tcp,tc->p", J, sens.r[i][a:b]))
     H_all, g_all = sum(Hb), sum(gb)
-    own = [_block_stats(np.asarray(sens.r[i][a:b], dtype=float), n_dof) for i, a, b in blocks]
+    own = [_block_stats(np.asarray(sens.r[i][a:b], dtype=float), n_dof, n_eff_method) for i, a, b in blocks]
     stats = list(block_stats) if block_stats is not None else own
     cont = np.asarray(sens.cont)
     widths = objective.space.widths()
@@ -464,7 +477,8 @@ def leave_one_block_out(objective: ReplayObjective, x: np.ndarray, per_run: int 
             continue
         ssr.append({ch: float(v[c, a:b].sum()) for ch, v in rows[i].items()})
     names = [f"{runs[i].name}[{a}:{b}]" for i, a, b in blocks]
-    return Loro(names, ssr, [run_score(s_, st) for s_, st in zip(ssr, stats)], own)
+    return Loro(names, ssr, [run_score(s_, st) for s_, st in zip(ssr, stats)], own,
+                [run_score(o.ssr, st) for o, st in zip(own, stats)])
 
 
 @dataclass

@@ -83,6 +83,7 @@ class Adequacy:
         runs: per-run diagnostics.
         floor_per_joint_mrad: (N,) the per-joint floor [mrad] (repeats, estimated), None for a given number.
         floor_method: how the floor was obtained, in words; floor_files: the repeat pairs' CSV paths.
+        static_friction_test: the omitted static friction's score test (its JSON; None: not run).
     """
 
     verdict: str
