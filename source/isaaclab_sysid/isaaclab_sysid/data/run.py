@@ -75,6 +75,9 @@ class RunMeta:
             None: not stated.
         robot_stated: the sidecar names the robot (False: read as
             :data:`~isaaclab_sysid.data.sidecar.DEFAULT_ROBOT`, the stated default).
+        qd_init: (N,) joint velocities at the start [rad/s], or None (a recorded run: it starts at rest, the replay's
+            warm-up holding its first setpoint). A window cut from a run (``data/run_windows.py``) sets the measured
+            velocity there: its replay starts moving, without a warm-up.
     """
 
     robot: str
@@ -96,6 +99,7 @@ class RunMeta:
     source_format: str = "isaaclab_sysid/1"
     state_age_ms: int | None = None  # rows' state age 0..N ms, uniform, as the sidecar states it (None: not stated)
     robot_stated: bool = True
+    qd_init: np.ndarray | None = None  # start velocity [rad/s] (a window of a run); None: at rest, with the warm-up
 
 
 @dataclass

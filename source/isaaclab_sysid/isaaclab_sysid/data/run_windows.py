@@ -2,16 +2,21 @@
 
 A long fit's first pass (``jobs/first_pass.py``, issue 45) runs its whole search on a few such windows spread over
 every run, then polishes on the full runs. A window is an ordinary :class:`~isaaclab_sysid.data.run.Run`: its rows
-are rows ``[a, b)`` of the run, its ``q_init`` the measured ``q[a]``, its time base counted from row ``a``'s tick, its
-setpoints the run's from the one in force at row ``a`` (a 1 kHz log's setpoint stamped before the window is clamped
-to the window's tick 0, as :meth:`Run.setpoints` clamps any early stamp).
+are rows ``[a, b)`` of the run, its start state the measured ``q[a]`` and ``dq[a]`` (``meta.q_init``,
+``meta.qd_init``: the replay starts it moving at tick 0, without the warm-up a recorded run's start at rest gets),
+its time base counted from row ``a``'s tick, its setpoints the run's from the one in force at row ``a`` (a 1 kHz
+log's setpoint stamped before the window is clamped to the window's tick 0, as :meth:`Run.setpoints` clamps any
+early stamp).
 
-What a window cannot carry (the replay starts every controller run at rest, holding its first setpoint for the
-warm-up, with an empty delay buffer): the measured velocity at ``a``, and the setpoints of the ``delay`` ticks
-before it. The guard against the first: each window starts at the sample of least normalized speed (each joint's
-``|dq|`` over its RMS in the run, summed in squares) within ``search_s`` of its nominal start, so that the
-transient from rest is as small as the run allows; the second is a few ticks of one held setpoint, the same
-approximation the replay makes at every run's start.
+What a window does not carry, and the guard: the controller's state before ``a``. The delay buffer is filled with
+the window's first command (the commands of the ``delay`` ticks before it are taken equal to it), and the torque
+rate limit (``--slew_limit``) ramps the applied torque up from zero over the first ticks; a friction state (stuck or
+sliding) is set by the measured velocity alone. To keep what that leaves small, each window starts at the sample of
+least normalized speed (each joint's ``|dq|`` over its RMS in the run, mean of squares) within ``search_s`` of its
+nominal start. Starting a window at rest instead (the replay's start before the start velocity existed) left a
+transient of 10-20 mrad that took 1-2 s to decay, or never did where a joint stuck at another offset, against a
+0.1-0.4 mrad residual of the same numbers on the full run (the 48 s chirp of the demo truth; docs/fit.md, "Long
+recordings").
 """
 
 from __future__ import annotations
@@ -108,7 +113,8 @@ def slice_run(run: Run, start: int, stop: int, name: str) -> Run:
         raise ValueError(f"run '{run.name}': window rows [{start}, {stop}) outside 0..{run.n_samples} or under 2 rows")
     sl = {f.name: (getattr(run, f.name)[start:stop].copy() if getattr(run, f.name) is not None else None)
           for f in fields(run) if f.name in _ROW_ARRAYS}
-    meta = replace(run.meta, q_init=np.asarray(run.q[start], dtype=float).copy(), num_samples=stop - start)
+    meta = replace(run.meta, q_init=np.asarray(run.q[start], dtype=float).copy(), num_samples=stop - start,
+                   qd_init=np.asarray(run.dq[start], dtype=float).copy())
     return replace(run, name=name, meta=meta, **sl)
 
 

@@ -101,7 +101,8 @@ class FirstPassOutcome:
 
 def plan_first_pass(args: FitArgs, problem: FitProblem) -> FirstPassPlan:
     """The rule: the fit runs total more than :data:`FIRST_PASS_MULTIPLE` x ``--first_pass_s`` seconds, every fit
-    run a controller run (a torque replay already cuts its runs into shooting windows), and the search is not off."""
+    run an arm controller's run (``joint_pd`` or ``task_impedance``: a torque replay already cuts its runs into
+    shooting windows; servo runs are not measured), and the refinement is on."""
     s = args.search
     total = float(sum(r.duration for r in problem.runs))
     budget = float(s.first_pass_s)
@@ -113,6 +114,9 @@ def plan_first_pass(args: FitArgs, problem: FitProblem) -> FirstPassPlan:
                                     f"--first_pass_s {budget:g} s", total)
     if any(r.meta.controller == "torque" for r in problem.runs):
         return FirstPassPlan(False, "not for a torque replay (its runs are already cut into shooting windows)", total)
+    if any(r.meta.controller == "servo" for r in problem.runs):
+        return FirstPassPlan(False, "not for servo runs (a window would start without the firmware's torque-off "
+                                    "phase and the rows' state age before it; not measured)", total)
     if s.refine_iter < 1:
         return FirstPassPlan(False, "not without the refinement (--refine_iter 0: nothing to polish with)", total)
     windows = plan_windows(problem.runs, budget, s.first_pass_window_s)

@@ -250,7 +250,7 @@ class MujocoBackend(ReplayBackend):
                 raise ValueError(f"run '{s.name}' is a torque run: a disturbance applies to controller runs only")
             if w is not None:
                 w = np.ascontiguousarray(w, dtype=np.float64)
-                need = self.options.warmup_ticks + s.last_tick
+                need = s.warmup(self.options.warmup_ticks) + s.last_tick
                 if w.ndim != 2 or w.shape[1] != n or w.shape[0] < need:
                     raise ValueError(f"disturbance for run '{s.name}' must be ({need}, {n})")
             dists.append(w)
@@ -274,7 +274,7 @@ class MujocoBackend(ReplayBackend):
         keep = []  # keep every array referenced by the job alive until the call returns
         a, b = window  # the samples this job replays (a torque run's shooting window; else every sample)
         job = native_lib.ReplayJob()
-        job.warmup = self.options.warmup_ticks
+        job.warmup = s.warmup(self.options.warmup_ticks)  # 0 for a window that starts moving
         job.n_setpoints = s.sp_ticks.shape[0]
         job.sp_dim = s.sp_values.shape[1]
         job.n_samples = b - a
@@ -296,6 +296,8 @@ class MujocoBackend(ReplayBackend):
             if "torque_offset" in params:
                 raise ValueError(f"run '{s.name}': torque_offset applies to torque runs (--replay torque) only")
             job.q_init = _ptr(s.q_init)
+            if s.qd_init is not None:  # a window of a run: it starts at the measured velocity
+                job.qd_init = _ptr(s.qd_init)
         job.site_id = self._site
         job.coriolis = int(bool(law.coriolis_compensation))
         if law.orientation_error not in ORIENTATION_MODES:

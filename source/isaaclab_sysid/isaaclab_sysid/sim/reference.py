@@ -109,7 +109,9 @@ def reference_replay(
     site = m.site(EE_NAME).id
     n = m.nv
     d.qpos[:] = s.q_init
-    W = opts.warmup_ticks
+    if s.qd_init is not None:  # a window of a run: it starts moving, without a warm-up
+        d.qvel[:] = s.qd_init
+    W = s.warmup(opts.warmup_ticks)
     # the law and gains as the run records them (the backends get an equivalent form: schedule.backend_law)
     law = run.meta.impedance if run.meta.controller == "task_impedance" else s.law
     kp_task = np.asarray(run.meta.kp, dtype=float)

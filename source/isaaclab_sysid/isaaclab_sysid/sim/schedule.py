@@ -63,6 +63,9 @@ class RunSchedule:
         gravity_compensated: the real arm compensated gravity (a torque run: its torque excludes gravity).
         torque: torque runs: (last_tick + 1, N) measured torque on every tick [N m]; else None.
         q_meas, dq_meas: torque runs: (T, N) measured states (the windows' start states); else None.
+        qd_init: (N,) start velocity [rad/s] of a controller run that starts moving (a window cut from a run,
+            ``RunMeta.qd_init``): replayed from (q_init, qd_init) at tick 0 without a warm-up (the first command
+            fills the delay buffer); None: at rest, after the options' warm-up.
     """
 
     name: str
@@ -79,6 +82,11 @@ class RunSchedule:
     torque: np.ndarray | None = None
     q_meas: np.ndarray | None = None
     dq_meas: np.ndarray | None = None
+    qd_init: np.ndarray | None = None
+
+    def warmup(self, default: int) -> int:
+        """The warm-up ticks of this run's replay: ``default`` (the options'), or 0 for a run that starts moving."""
+        return 0 if self.qd_init is not None else int(default)
 
     @property
     def last_tick(self) -> int:
@@ -145,6 +153,7 @@ def schedule_of(run: Run, n_dof: int) -> RunSchedule:
         q_init=q_init,
         q_rest=q_rest,
         gravity_compensated=bool(meta.gravity_compensated),
+        qd_init=None if meta.qd_init is None else _c(meta.qd_init),
     )
 
 

@@ -250,6 +250,10 @@ class IsaacLabBackend(ReplayBackend):
         params = self._params(batch)
         p_count = batch.size
         scheds = [schedule_of(r, self.n_dof) for r in runs]
+        moving = [s.name for s in scheds if s.qd_init is not None]
+        if moving:  # a window of a run (data/run_windows.py): its start velocity is the mujoco backend's alone
+            raise ValueError(f"run(s) {', '.join(moving)} start moving (a window of a run): the isaaclab backend "
+                             "replays every run from rest; use --backend mujoco")
         outs = empty_rollouts(scheds, p_count, self.n_dof)
         total = {"wall_s": 0.0, "env_steps": 0.0}
         for grav in (False, True):
