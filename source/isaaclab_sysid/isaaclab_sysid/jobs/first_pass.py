@@ -93,7 +93,8 @@ class FirstPassOutcome:
         s = self.summary
         return [f"first pass ({FIRST_PASS_FILE}): {s['rule']}; {len(s['windows'])} window(s), "
                 f"{s['window_total_s']:.1f} s of {s['total_s']:.1f} s; chose {','.join(s['first']['groups'])}, "
-                f"delay {s['first']['delay']}, {s['first']['lm_iterations']} LM iterations, {s['first']['wall_s']:.0f} s; "
+                f"delay {s['first']['delay']} (its answer's refinement: {s['first']['answer_lm_iterations']} LM iterations), "
+                f"{s['first']['wall_s']:.0f} s in all; "
                 f"polish on the full runs from its answer: {s['polish']['lm_iterations']} LM iterations, "
                 f"{s['polish']['wall_s']:.0f} s, delay {s['polish']['delay']}, loss {s['polish']['start_loss']:.6g} -> "
                 f"{s['polish']['loss']:.6g}"]
@@ -172,7 +173,7 @@ def run_first_pass(args: FitArgs, problem: FitProblem, plan: FirstPassPlan, run_
         "rule": plan.reason, "total_s": plan.total_s, "window_total_s": float(sum(w.t1_s - w.t0_s for w in plan.windows)),
         "windows": [{**w.to_json(), "name": r.name} for w, r in zip(plan.windows, wprob.runs)],
         "first": {"groups": list(r1.space.group_names), "delay": first_delay, "loss_windows": float(r1.best_score),
-                  "lm_iterations": _iterations(r1), "wall_s": t1 - t0, "folder": FIRST_PASS_DIR},
+                  "answer_lm_iterations": _iterations(r1), "wall_s": t1 - t0, "folder": FIRST_PASS_DIR},
         "polish": {"start_loss": start_loss, "loss": float(r2.best_score), "delay": _delay(r2),
                    "lm_iterations": _iterations(r2), "wall_s": t2 - t1,
                    "start_x": [float(v) for v in r1.best_x]},
@@ -191,6 +192,7 @@ def _delay(result: FitResult) -> int | None:
 
 
 def _iterations(result: FitResult) -> int:
+    """The LM iterations of the search that gave ``result`` (an auto answer: its last stage's alone)."""
     return int(result.refine.iterations) if result.refine is not None else 0
 
 
