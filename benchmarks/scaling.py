@@ -13,6 +13,10 @@ held-out multiband at other gains (kp 500/30) against a repeat of it with other 
 * the delay against the truth, the median and largest relative error of armature, Coulomb friction (with the
   static group: mu_static x dynamic_ratio) and viscous friction against the truth, held-out q RMS / floor;
 * each against the reference length's figures measured in the same run (``x ref``).
+* a fit long enough for the first pass (``--first_pass_s``, jobs/first_pass.py: the search on windows, then a polish
+  on the full runs) also reports its windows, the first pass's LM iterations, CPU and wall time up to the polish, its
+  groups and delay, and the polish's iterations, CPU time and loss from its start to its end (a second table);
+  ``--fit_args --first_pass_s 0`` measures the direct fit.
 
     python benchmarks/scaling.py                       # 6, 12, 24, 48 s and 2 x 12, 4 x 12 s; reference 12 s
     python benchmarks/scaling.py --long                # and 96 s (8 x 12 s)
