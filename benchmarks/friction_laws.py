@@ -20,8 +20,12 @@ Two measurements, each against a reference measured in the same run:
 The matrix records, for each truth law (Coulomb and the four above), controller (joint PD, task impedance, servo:
 twin/law_twins.py) and log rate (1 kHz, or 50 Hz with stale rows), two fit runs and a held-out run at other gains
 (noise on q, qd and the torque; quantization and stale rows in the new cells) and runs the fit job with its
-defaults (``--fit_groups auto``: Coulomb / static, then the law step): the law chosen, the delay, the held-out RMS
-over the floor (two twins of the held-out run), the verdict and the wall time.
+defaults (``--fit_groups auto``: Coulomb / static, then the law step), handing it the held-out run as
+``--heldout_csv`` (``--fit-runs-only``: not): the law chosen, the delay, the held-out RMS over the floor (two twins of
+the held-out run), the verdict, the numbers at a bound, each model's cross-validation cost and the wall time.
+``--n-eff`` picks how the law step counts independent residuals (jobs/law_choice.N_EFF_METHOD);
+``--verdict-evidence`` measures a kept cell's answer by its own cross-validation (a candidate adequacy test, not
+adopted: docs/friction.md, "The verdict").
 """
 
 from __future__ import annotations
@@ -534,7 +538,7 @@ def main() -> int:
                     help="how the law step's BIC and cross-validation count each channel's independent residuals "
                          "(jobs/law_choice.N_EFF_METHOD)")
     ap.add_argument("--verdict-evidence", nargs="+", metavar="CELL", help="kept matrix cells (--work DIR/<cell>): "
-                    "the answer's own cross-validation cost against a right model's, per n_eff method")
+                    "the answer's own cross-validation cost against a right model's (Geyer n_eff; the cutoff's for comparison)")
     a = ap.parse_args()
     lc.N_EFF_METHOD = a.n_eff
     if a.verdict_evidence:

@@ -10,8 +10,10 @@ over the residual's channels c (joint positions, joint velocities, end-effector 
 a variance of its own per channel, since their noise levels differ by orders of magnitude), with SSR_c a channel's sum
 of squared weighted residuals over its n_c entries, k the model's continuous numbers and n_eff_c the channel's
 effective count of independent residuals: n_c over its integrated autocorrelation
-(:func:`isaaclab_sysid.residual_stats.autocorr_inflation`, measured once on the base model's residual, the same for
-every candidate), because 1 kHz residuals are far from independent and a BIC on n would buy any number.
+(:func:`isaaclab_sysid.residual_stats.geyer_inflation`, Geyer's initial positive sequence, measured once on the base
+model's residual, the same for every candidate), because 1 kHz residuals are far from independent and a BIC on n
+would buy any number. (Until issue 46's fourth pass the sum stopped at the first lag below 2/sqrt(T), which read a
+slow correlation of a few per cent at each of hundreds of lags as white and let the load law win on a Coulomb twin.)
 
 A law is refitted only where it could win. Its start is the base fit's Coulomb level written in the law's
 coordinates (the load law with no load term is exactly Coulomb; the Dahl law at its stiffest bristle and the
@@ -207,10 +209,11 @@ LORO_SCALES = (1.0, 0.5, 0.25, 0.0)
 CV_BLOCKS_PER_RUN = 2
 #: the residual's channels, each with a variance of its own in the likelihood
 CHANNELS = ("q", "dq", "x")
-#: how a channel's n_eff is measured: ``cutoff`` (:func:`~isaaclab_sysid.residual_stats.autocorr_inflation`: lags
-#: summed while rho > 2 / sqrt(T)) or ``geyer`` (:func:`~isaaclab_sysid.residual_stats.geyer_inflation`: Geyer's
-#: initial positive sequence); benchmarks/friction_laws.py --n-eff compares them
-N_EFF_METHOD = "cutoff"
+#: how a channel's n_eff is measured: ``geyer`` (:func:`~isaaclab_sysid.residual_stats.geyer_inflation`: Geyer's
+#: initial positive sequence) or ``cutoff`` (:func:`~isaaclab_sysid.residual_stats.autocorr_inflation`: lags summed
+#: while rho > 2 / sqrt(T), before issue 46's fourth pass); benchmarks/friction_laws.py --n-eff compares them
+#: (docs/benchmarks.md, "Issue 46, fourth pass")
+N_EFF_METHOD = "geyer"
 _INFLATION = {"cutoff": autocorr_inflation, "geyer": geyer_inflation}
 
 
