@@ -41,7 +41,9 @@ def test_fit_cli_runs_with_isaaclab_backend(tmp_path):
     cmd = [sys.executable, str(ROOT / "scripts" / "sysid_franka_osc.py"), "--runs", csvs[0], "--heldout", csvs[1],
            "--backend", "isaaclab", "--device", "cpu", "--num_envs", "4", "--max_iter", "2", "--refine_iter", "0", "--out", str(log_dir),
            "--no-plots", "--state_age_ms", "0"]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600, env=dict(os.environ, PYTHONHASHSEED="0"))
+    # the timeout only guards against a hang: the run takes about 330 s on a quiet 2-core machine and passed 600 s
+    # under load 7-10 (a shared machine), which is no failure of the code
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800, env=dict(os.environ, PYTHONHASHSEED="0"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (run_dir,) = list(log_dir.iterdir())
     cfg = json.loads((run_dir / "config.json").read_text())
