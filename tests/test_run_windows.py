@@ -104,6 +104,9 @@ def test_first_pass_rule():
     assert "off" in plan_first_pass(args, P).reason
     args.search.first_pass_s, args.search.refine_iter = 2.0, 0
     assert not plan_first_pass(args, P).applies
+    args.search.refine_iter, args.replay.backend = 50, "isaaclab"  # its replay starts every run at rest
+    plan = plan_first_pass(args, P)
+    assert not plan.applies and "isaaclab backend" in plan.reason
 
 
 def test_a_window_replays_the_measured_rows_as_the_full_run_does():

@@ -118,6 +118,10 @@ def plan_first_pass(args: FitArgs, problem: FitProblem) -> FirstPassPlan:
     if any(r.meta.controller == "servo" for r in problem.runs):
         return FirstPassPlan(False, "not for servo runs (a window would start without the firmware's torque-off "
                                     "phase and the rows' state age before it; not measured)", total)
+    if args.replay.backend != "mujoco":
+        return FirstPassPlan(False, f"not on the {args.replay.backend} backend (a window starts moving, and only the "
+                                    "mujoco backend replays a run from a measured velocity; --backend mujoco for it)",
+                             total)
     if s.refine_iter < 1:
         return FirstPassPlan(False, "not without the refinement (--refine_iter 0: nothing to polish with)", total)
     windows = plan_windows(problem.runs, budget, s.first_pass_window_s)
