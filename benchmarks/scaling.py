@@ -22,6 +22,12 @@ held-out multiband at other gains (kp 500/30) against a repeat of it with other 
     python benchmarks/scaling.py --long                # and 96 s (8 x 12 s)
     python benchmarks/scaling.py --groups armature,friction,viscous,delay   # the fixed-group misfit case
     python benchmarks/scaling.py --ci                  # tests/test_scaling.py's size (< 60 s on 2 cores)
+    python benchmarks/scaling.py --intervals 12s=FIT_DIR 48s=FIT_DIR ...   # the intervals' widths against the truth
+
+``--intervals`` reads each fit folder's ``intervals.json`` (written by ``scripts/compute_intervals.py --fit_dir``) and
+tabulates, per fitted number, the selected method's interval width and whether the twin's truth lies inside it
+(the static group's truth: ``mu_static`` = static friction, ``dynamic_ratio`` = Coulomb / static friction), and
+each folder's widths against the first one's.
 
 ``--groups`` is passed to ``--fit_groups`` (default ``auto``, the fit's default); ``--fit_args`` adds any other
 fit flags. The test asserts correctness (delay, errors), never speed.
@@ -282,6 +288,59 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
+def truth_by_label() -> dict[str, float]:
+    """The twin's truth per interval label (``group[joint]``), in the fit's parametrization."""
+    truth = json.loads(TRUTH.read_text())
+    stat, coul = np.asarray(truth["static_friction"]), np.asarray(truth["friction"])
+    groups = {"armature": truth["armature"], "friction": truth["friction"], "viscous": truth["viscous"],
+              "mu_static": truth["static_friction"], "dynamic_ratio": list(coul / stat)}
+    return {f"{g}[panda_joint{j + 1}]": float(v[j]) for g, v in groups.items() for j in range(len(v))}
+
+
+def interval_report(named: list[tuple[str, str]]) -> str:
+    """Per fitted number: each fit folder's selected 95 % interval width, the truth inside (yes/NO), the value."""
+    truth = truth_by_label()
+    sets = {}
+    lines = []
+    for name, d in named:
+        iv = json.loads((Path(d) / "intervals.json").read_text())
+        sets[name] = {i["label"]: i for i in iv["methods"][iv["selected"]]["intervals"]}
+        lines.append(f"{name}: {d} ({iv['selected']}, level {iv['level']}, rho {iv['structure'].get('rho', float('nan')):.3g})")
+    names = [n for n, _ in named]
+    lines += ["| number | truth | " + " | ".join(f"{n}: width (truth inside: value)" for n in names) + " |",
+              "|---|---|" + "---|" * len(names)]
+    tally = {n: [0, 0, 0] for n in names}  # bounded, truth inside, unbounded
+    for lab in sets[names[0]]:
+        cells = []
+        for n in names:
+            i = sets[n].get(lab)
+            if i is None:
+                cells.append("-")
+            elif lab not in truth:  # the delay
+                cells.append(f"[{i['lower']:g}, {i['upper']:g}] (value {i['value']:g})")
+            elif i["lower"] is None or i["upper"] is None:
+                tally[n][2] += 1
+                cells.append(f"unbounded (value {i['value']:.4g})")
+            else:
+                ok = i["lower"] <= truth[lab] <= i["upper"]
+                tally[n][0] += 1
+                tally[n][1] += ok
+                cells.append(f"{i['upper'] - i['lower']:.4g} ({'yes' if ok else 'NO'}: {i['value']:.4g})")
+        lines.append(f"| {lab} | {truth.get(lab, 2):.4g} | " + " | ".join(cells) + " |")
+    for n in names:
+        b, ok, unb = tally[n]
+        lines.append(f"{n}: {b} bounded intervals, the truth inside {ok}; {unb} unbounded")
+    for n in names[1:]:
+        ratio = {lab: (sets[n][lab]["upper"] - sets[n][lab]["lower"]) / (i["upper"] - i["lower"])
+                 for lab, i in sets[names[0]].items() if lab in truth and lab in sets[n]
+                 and None not in (i["lower"], i["upper"], sets[n][lab]["lower"], sets[n][lab]["upper"])
+                 and i["upper"] > i["lower"]}
+        wider = ", ".join(f"{lab} x{r:.2f}" for lab, r in sorted(ratio.items(), key=lambda kv: -kv[1]) if r > 1)
+        lines.append(f"{n} / {names[0]} widths: median x{np.median(list(ratio.values())):.3f} over {len(ratio)} "
+                     f"numbers bounded in both; {sum(r < 1 for r in ratio.values())} narrower; wider: {wider or 'none'}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ci", action="store_true", help="the test's size (2 and 4 s, 2 x 2 s; the static group)")
@@ -290,8 +349,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit_args", nargs=argparse.REMAINDER, default=[], help="more fit flags, passed on")
     ap.add_argument("--json", default=None, help="write the figures here")
     ap.add_argument("--work", default=None, help="work folder (default: a new temporary one)")
+    ap.add_argument("--intervals", nargs="+", default=None, metavar="NAME=FIT_DIR",
+                    help="tabulate these fit folders' intervals.json against the truth (no fit runs)")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.intervals:
+        print(interval_report([tuple(x.split("=", 1)) for x in a.intervals]))
+        return 0
     if a.worker:
         worker(a.worker)
         return 0
