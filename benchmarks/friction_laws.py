@@ -106,7 +106,8 @@ def joint(robot, seconds: float, seed: int, kp_scale: float = 1.0):
 
 
 def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int | None = None,
-                rate_hz: float = 1000.0, tau_noise: float | None = None, heldout_to_fit: bool = True) -> dict:
+                rate_hz: float = 1000.0, tau_noise: float | None = None, heldout_to_fit: bool = True,
+                auto_laws: str | None = None) -> dict:
     """One cell: record the twin of ``truth`` under ``controller`` logged at ``rate_hz``, run the fit job with its
     defaults, score. The 1 kHz joint-PD and task-impedance cells keep :data:`NOISE` (the first matrix's); every other
     cell has :func:`~isaaclab_sysid.twin.law_twins.matrix_noise` (quantization, stale rows below 1 kHz; servo: no
@@ -115,7 +116,8 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
     ``heldout_to_fit``: the fit job gets the held-out run (``--heldout_csv``, as a user with a run at other gains
     gives it; it enters only the evaluation and the verdict, never the fit or the law choice); False: the verdict
     sees the fit runs alone. Either way the row records the verdict, the numbers at a bound and the chosen model's
-    cross-validation cost (out-of-sample minus in-sample score, summed over the blocks, when the law step ran it)."""
+    cross-validation cost (out-of-sample minus in-sample score, summed over the blocks, when the law step ran it).
+    ``auto_laws``: the law step's candidates (``--auto_laws``; None: the fit's default)."""
     from pathlib import Path
 
     from isaaclab_sysid.data import write_run
@@ -124,7 +126,6 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
     from isaaclab_sysid.jobs.fit_job import run_fit
     from isaaclab_sysid.fit.run_folder import LAW_CHOICE_FILE
     from isaaclab_sysid.fit.run_folder import MODEL_CHOICE_FILE as CHOICE_FILE
-    from isaaclab_sysid.sim.friction import law_of_groups
     from isaaclab_sysid.twin.law_twins import matrix_noise, record_law_twin
 
     robot = load_robot("franka_panda")
@@ -149,7 +150,7 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
     lines: list[str] = []
     t0 = time.perf_counter()
     out = run_fit(FitArgs.build(real_csv=csvs, heldout_csv=held_csv, log_dir=str(work / "logs"), plots=False,
-                                quiet=True), log=lines.append)
+                                quiet=True, **({"auto_laws": auto_laws} if auto_laws else {})), log=lines.append)
     wall = time.perf_counter() - t0
     res = FitResult.read(out / RESULT_FILE)
     backend = MujocoBackend(robot, ReplayOptions(), n_threads=threads)
@@ -163,7 +164,7 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
     law = json.loads(law_file.read_text()) if law_file.exists() else {}
     scores = law.get("scores", [])
     return {"truth": truth, "controller": controller, "rate_hz": rate_hz,
-            "chosen": law_of_groups(res.space.group_names).name,
+            "chosen": lc.model_name(res.space.group_names),
             "static_step": json.loads((out / CHOICE_FILE).read_text())["reason"], "delay": res.delay,
             "heldout_over_floor": ev.fitted[0].q_rms_all_mrad / floor, "floor_mrad": floor,
             "verdict": res.adequacy.verdict if res.adequacy else None,
@@ -539,6 +540,8 @@ def main() -> int:
                          "(jobs/law_choice.N_EFF_METHOD)")
     ap.add_argument("--verdict-evidence", nargs="+", metavar="CELL", help="kept matrix cells (--work DIR/<cell>): "
                     "the answer's own cross-validation cost against a right model's (Geyer n_eff; the cutoff's for comparison)")
+    ap.add_argument("--auto-laws", default=None, help="the matrix fits' law-step candidates (--auto_laws, e.g. "
+                    "stribeck,sigmoid,load,dahl; default: the fit's)")
     a = ap.parse_args()
     lc.N_EFF_METHOD = a.n_eff
     if a.verdict_evidence:
@@ -569,7 +572,7 @@ def main() -> int:
                 for ctl in a.controllers.split(","):
                     for rate in (float(v) for v in a.rates.split(",")):
                         r = matrix_cell(truth, ctl, a.seconds or (1.5 if a.ci else 3.0), work, a.threads, rate,
-                                        a.tau_noise, heldout_to_fit=not a.fit_runs_only)
+                                        a.tau_noise, heldout_to_fit=not a.fit_runs_only, auto_laws=a.auto_laws)
                         rows.append(r)
                         print(f"truth {r['truth']:8s} {r['controller']:15s} {rate:6g} Hz -> {r['chosen']:8s} delay "
                               f"{r['delay']} held-out {r['heldout_over_floor']:.2f}x floor "

@@ -97,3 +97,42 @@ def test_an_armature_at_its_bound_names_the_law_that_frees_it():
                        "the BIC): the bound may stand in for a friction the model lacks")
     chose = LawChoice("coulomb", "dahl", 10, 5.0, freed=freed).freed_lines()
     assert chose[0] == "armature[j5] sat at its bound under coulomb; the dahl law (chosen) frees it"
+
+
+def test_the_stribeck_candidate_starts_at_the_static_answer_exactly():
+    """--auto_laws stribeck: the Stribeck law with its velocity and shape fitted extends the static-friction group
+    (the same law at --stribeck_velocity and shape 2). It is a candidate beside a static base (not beside a base that
+    already fits both), the base is named ``static``, and its start replays the static answer exactly: both levels as
+    fitted, the velocity the base used, shape 2 (from a Coulomb base: both levels at Fc, Coulomb exactly)."""
+    from isaaclab_sysid.jobs.law_choice import candidates_for, law_space, model_name
+    from isaaclab_sysid.objective.problem_record import ParamsConfig
+
+    static_groups = ["armature", "mu_static", "dynamic_ratio", "viscous", "delay"]
+    full = ["armature", "mu_static", "dynamic_ratio", "stribeck_velocity", "stribeck_shape", "viscous", "delay"]
+    assert parse_laws("stribeck,load") == ["stribeck", "load"]
+    assert model_name(static_groups) == "static" and model_name(full) == "stribeck"
+    assert model_name(["armature", "friction"]) == "coulomb"
+    assert candidates_for(static_groups, ["stribeck", "load"])[0] == ["stribeck", "load"]
+    assert candidates_for(full, ["stribeck", "load"])[0] == ["load"]
+    names = [f"j{i}" for i in range(3)]
+    bounds = {g: GROUPS[g].default_bounds for g in static_groups}
+    base = ParamSpace.from_bounds(bounds, 3, names)
+    coulomb = ParamSpace.from_bounds({g: GROUPS[g].default_bounds for g in ("armature", "friction", "viscous", "delay")},
+                                     3, names)
+    space = law_space(base, "stribeck", ParamsConfig())
+    assert [g for g in space.group_names if g in ("stribeck_velocity", "stribeck_shape")] == ["stribeck_velocity",
+                                                                                              "stribeck_shape"]
+    fs, ratio = np.array([0.4, 0.9, 1.6]), np.array([0.5, 0.7, 0.9])
+    xb = base.normalize({"armature": np.full(3, 0.1), "mu_static": fs, "dynamic_ratio": ratio,
+                         "viscous": np.full(3, 0.2), "delay": 2})
+    xc = coulomb.normalize({"armature": np.full(3, 0.1), "friction": np.full(3, 0.3), "viscous": np.full(3, 0.2),
+                            "delay": 2})
+    dec = space.decode(law_start(coulomb, xc, space, "stribeck", base=(base, xb), stribeck_velocity=0.07))
+    np.testing.assert_allclose(dec["mu_static"], fs, rtol=1e-9)
+    np.testing.assert_allclose(dec["dynamic_ratio"], ratio, rtol=1e-9)
+    np.testing.assert_allclose(dec["stribeck_velocity"], 0.07, rtol=1e-9)
+    np.testing.assert_allclose(dec["stribeck_shape"], 2.0, rtol=1e-9)
+    assert int(dec["delay"]) == 2
+    dec_c = space.decode(law_start(coulomb, xc, space, "stribeck", base=None))
+    np.testing.assert_allclose(dec_c["mu_static"], 0.3, rtol=1e-9)
+    np.testing.assert_allclose(dec_c["dynamic_ratio"], 1.0, rtol=1e-9)

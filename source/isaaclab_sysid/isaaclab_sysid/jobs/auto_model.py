@@ -114,7 +114,7 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
     base_obj = dataclasses.replace(problem, space=base.space).objective()
     stats = lc.channel_stats(base_obj, base.best_x)
     n, n_eff = stats.n_total, stats.n_eff_total
-    base_name = lc.law_of_groups(groups).name
+    base_name = lc.model_name(groups)
     k0 = lc.continuous_count(base.space)
     scores = [lc.LawScore(base_name, groups, k0, float(base.best_score), lc.bic_of(stats.ssr, stats, k0), refit=True,
                           note="the base model")]
@@ -131,7 +131,8 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
                                       f"represent {', '.join(bad)}"))
             continue
         sub = dataclasses.replace(problem, space=space)
-        x0 = lc.law_start(coulomb.space, coulomb.best_x, space, law)
+        x0 = lc.law_start(coulomb.space, coulomb.best_x, space, law, base=(base.space, base.best_x),
+                          stribeck_velocity=args.params.stribeck_velocity)
         fc = lc.forecast(sub.objective(), x0)
         if fc is None:
             scores.append(lc.LawScore(law, list(space.group_names), k, note="its start did not replay finitely"))
@@ -160,8 +161,10 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
                 continue
         law_args = copy.deepcopy(args)
         law_args.params.fit_groups = ",".join(space.group_names)
+        origin = ("static answer" if law == "stribeck" and "mu_static" in base.space.group_names
+                  else "Coulomb optimum")
         log(f"--fit_groups auto: refitting with the {law} friction law ({law_args.params.fit_groups}) from the "
-            f"Coulomb optimum (forecast loss {fc[0]:.4g} against {base.best_score:.4g})")
+            f"{origin} (forecast loss {fc[0]:.4g} against {base.best_score:.4g})")
         srch, res = refit(law_args, sub, _mkdir(run_dir / f"law_{law}"), x0)
         if diverged(res):
             sc.note = "the refit diverged"

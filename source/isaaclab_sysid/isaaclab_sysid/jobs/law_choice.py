@@ -155,10 +155,10 @@ def parse_laws(text: str) -> list[str]:
     if text.strip() in ("", "none"):
         return []
     out = [s.strip() for s in text.split(",") if s.strip()]
-    bad = [s for s in out if s not in LAWS or s in ("coulomb", "stribeck")]
+    bad = [s for s in out if s not in LAWS or s == "coulomb"]
     if bad:
         raise ValueError(f"--auto_laws: unknown or base law(s) {', '.join(bad)} (candidates: "
-                         f"{', '.join(k for k in LAWS if k not in ('coulomb', 'stribeck'))}; none)")
+                         f"{', '.join(k for k in LAWS if k != 'coulomb')}; none)")
     return out
 
 
@@ -179,14 +179,29 @@ def law_space(base: ParamSpace, law: str, params: ParamsConfig) -> ParamSpace:
     return ParamSpace(groups, base.n_dof, base.joint_names)
 
 
-def law_start(coulomb: ParamSpace, x: np.ndarray, space: ParamSpace, law: str) -> np.ndarray:
+def law_start(coulomb: ParamSpace, x: np.ndarray, space: ParamSpace, law: str,
+              base: tuple[ParamSpace, np.ndarray] | None = None, stribeck_velocity: float = 0.05) -> np.ndarray:
     """(D,) the start of ``law`` in ``space`` from the Coulomb fit's vector ``x``: every shared group as fitted, the
     law at its Coulomb limit (load: no load term, exact; Dahl: the stiffest bristle; sigmoid: amplitude = twice the
-    Coulomb level, the level it tends to at speed, the steepest slope, no offset)."""
+    Coulomb level, the level it tends to at speed, the steepest slope, no offset).
+
+    ``stribeck`` (the Stribeck law with its velocity and shape fitted): from ``base`` (space, (D,) vector) where that
+    is the static-friction answer (``mu_static``, ``dynamic_ratio``), its two levels at the velocity it was fitted at
+    (``stribeck_velocity`` [rad/s], ``--stribeck_velocity``) and shape 2, which is that answer exactly; else from the
+    Coulomb fit, both levels at Fc (Coulomb exactly), the velocity and shape as above."""
+    if law == "stribeck" and base is not None and "mu_static" in base[0].group_names:
+        coulomb, x = base
     dec = coulomb.decode(np.asarray(x, dtype=float))
     vals = {k: v for k, v in dec.items() if k in space.group_names}
-    fc = np.asarray(dec["friction"], dtype=float)
     n = coulomb.n_dof
+    if law == "stribeck":
+        if "mu_static" not in dec:
+            vals.update(mu_static=np.asarray(dec["friction"], dtype=float), dynamic_ratio=np.ones(n))
+        lo, hi = space.group("stribeck_velocity").lower, space.group("stribeck_velocity").upper
+        vals.update(stribeck_velocity=np.full(n, float(np.clip(stribeck_velocity, lo, hi))),
+                    stribeck_shape=np.full(n, 2.0))
+        return space.normalize(vals)
+    fc = np.asarray(dec["friction"], dtype=float)
     if law == "load":
         vals.update(friction=fc, load_friction_motor=np.zeros(n), load_friction_external=np.zeros(n))
     elif law == "dahl":
@@ -337,12 +352,23 @@ def continuous_count(space: ParamSpace) -> int:
     return int(len(space.continuous_index()))
 
 
+def model_name(groups: Sequence[str]) -> str:
+    """The law step's name of a model of ``groups``: its law's (:func:`law_of_groups`), or ``static`` for the
+    static-friction group (the Stribeck law at the given velocity and shape 2), which the ``stribeck`` candidate,
+    with both fitted, extends."""
+    law = law_of_groups(groups)
+    dry = {g for g in groups if g in DRY_GROUPS}
+    return "static" if law.name == "stribeck" and dry != set(law.fit_groups) else law.name
+
+
 def candidates_for(base_groups: Sequence[str], laws: Sequence[str]) -> tuple[list[str], str | None]:
     """The laws to weigh against a base fit of ``base_groups`` and, when none can be, why."""
     if "friction" not in base_groups and "mu_static" not in base_groups:
         return [], "no dry-friction group to replace"
     base = law_of_groups(base_groups).name
-    return [law for law in laws if law != base], None
+    dry = {g for g in base_groups if g in DRY_GROUPS}
+    # the static-friction group is the Stribeck law at a given velocity and shape 2: the law with both fitted differs
+    return [law for law in laws if law != base or set(LAWS[law].fit_groups) != dry], None
 
 
 @dataclass

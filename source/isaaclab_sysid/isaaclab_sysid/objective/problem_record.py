@@ -84,7 +84,8 @@ class ParamsConfig:
     runs; not a friction group: auto chooses those)."""
     auto_laws: str = "sigmoid,load,dahl"
     """--fit_groups auto, second step: the friction laws weighed against the Coulomb / static answer (comma-separated:
-    sigmoid, load, dahl; none to skip). Each is refitted from the Coulomb optimum only where a Gauss-Newton forecast
+    sigmoid, load, dahl, and stribeck: the Stribeck law with its velocity and shape exponent fitted per joint, not in
+    the default yet; none to skip). Each is refitted from the Coulomb optimum only where a Gauss-Newton forecast
     says it could lower the BIC on the fit runs' residual, and the lowest BIC is the answer (docs/friction.md;
     friction_law_auto.json)."""
     auto_static_margin: float = 0.1
