@@ -82,30 +82,27 @@ def run_fit(args: FitArgs, log: Callable[[str], None] = print) -> Path:
         return _eval_only(args, problem, log)
     floor = resolve_noise_floor(args.output.noise_floor_mrad, args.output.noise_floor_from, log,
                                 admit_aborted=args.replay.admit_aborted)  # repeat files read and checked before the fit
+    def search_in(a: FitArgs, p: FitProblem, d: Path, x0: np.ndarray | None, refit: bool
+                  ) -> tuple[Search, FitResult]:
+        return _search(a, p, log, run_dir=d, x0=x0, refit=refit)
+
     plan = plan_first_pass(args, problem)
     log(plan.line())
-    first = None
+    first, run_dir = None, None
     if plan.applies:  # long runs: the whole search on windows, then a polish on the full runs (jobs/first_pass.py)
         run_dir = Path(args.output.resume) if args.output.resume else _open_folder(args, problem)
-
-        def search_in(a: FitArgs, p: FitProblem, d: Path, x0: np.ndarray | None, refit: bool
-                      ) -> tuple[Search, FitResult]:
-            return _search(a, p, log, run_dir=d, x0=x0, refit=refit)
-
         first = run_first_pass(args, problem, plan, run_dir, log, search_in)
     if first is not None:
         search, result = first.search, first.result
         _refusediverged(result, search.run_dir)
         run_dir, choice, test, law = search.run_dir, first.choice, first.test, first.law
     else:
-        search, result = _search(args, problem, log, run_dir=run_dir if plan.applies else None)
+        search, result = _search(args, problem, log, run_dir=run_dir)
         _refusediverged(result, search.run_dir)
         run_dir, choice, test, law = search.run_dir, None, None, None
         if args.params.auto:
-            def refit(a: FitArgs, p: FitProblem, d: Path, x0: np.ndarray) -> tuple[Search, FitResult]:
-                return _search(a, p, log, run_dir=d, x0=x0, refit=True)
-
-            search, result, choice, test, law = run_auto(args, problem, search, result, log, refit)
+            search, result, choice, test, law = run_auto(args, problem, search, result, log,
+                                                         lambda a, p, d, x0: search_in(a, p, d, x0, True))
     path = RunFolder(run_dir).write_result(result)
     log(f"best loss {result.best_score:.6g}; wrote {path}")
     log("  " + result.summary_line())
