@@ -1,7 +1,7 @@
 """``--fit_groups auto``, second step: the friction law (sim/friction.py) the fit runs ask for, chosen on evidence.
 
 After the Coulomb / static choice (jobs/model_choice.py) the answer so far is the *base* model. Each candidate law
-of ``--auto_laws`` (default: sigmoid, load, dahl) is then weighed against it with a criterion that has no threshold
+of ``--auto_laws`` (default: stribeck, sigmoid, load, dahl) is then weighed against it with a criterion that has no threshold
 tuned on our own twins: the **Bayesian information criterion on the fit runs' weighted residual**,
 
     BIC = sum_c n_eff_c log(SSR_c / n_c) + k log(sum_c n_eff_c),
@@ -47,7 +47,7 @@ from isaaclab_sysid.residual_stats import autocorr_inflation, geyer_inflation
 from isaaclab_sysid.sim.friction import LAWS, law_of_groups
 
 #: the laws ``--fit_groups auto`` weighs against the Coulomb / static answer by default
-AUTO_LAWS = ("sigmoid", "load", "dahl")
+AUTO_LAWS = ("stribeck", "sigmoid", "load", "dahl")
 #: Gauss-Newton re-linearizations a law's forecast may take (each one batched finite-difference rollout)
 FORECAST_STEPS = 3
 #: the groups that are a model's dry friction (replaced by a candidate law's)

@@ -82,10 +82,10 @@ class ParamsConfig:
     refit lowered the loss by the margin (the log says what it chose, the loss ratio, the forecast and each joint's z;
     fit_groups_auto.json). auto,GROUP,...: the same choice with GROUPs fitted beside it (e.g. auto,torque_offset on torque
     runs; not a friction group: auto chooses those)."""
-    auto_laws: str = "sigmoid,load,dahl"
+    auto_laws: str = "stribeck,sigmoid,load,dahl"
     """--fit_groups auto, second step: the friction laws weighed against the Coulomb / static answer (comma-separated:
-    sigmoid, load, dahl, and stribeck: the Stribeck law with its velocity and shape exponent fitted per joint, not in
-    the default yet; none to skip). Each is refitted from the Coulomb optimum only where a Gauss-Newton forecast
+    stribeck (the Stribeck law with its velocity and shape exponent fitted per joint, started at the static answer),
+    sigmoid, load, dahl; none to skip). Each is refitted from the Coulomb optimum only where a Gauss-Newton forecast
     says it could lower the BIC on the fit runs' residual, and the lowest BIC is the answer (docs/friction.md;
     friction_law_auto.json)."""
     auto_static_margin: float = 0.1
