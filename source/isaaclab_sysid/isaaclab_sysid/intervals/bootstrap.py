@@ -30,6 +30,10 @@ from isaaclab_sysid.intervals.common import IntervalSet, gaussian_intervals, ord
 from isaaclab_sysid.intervals.curvature import Sensitivity, integrated_autocorr_time, pinv_normalized
 
 
+#: block sums gathered at a time by :func:`block_bootstrap_intervals` (floats: 32 MB)
+BOOT_GATHER = 4_000_000
+
+
 def per_run_intervals(sens: Sensitivity, level: float = 0.95, rtol: float = 1e-9) -> IntervalSet:
     """Spread of the one-step per-run optima (see module docstring)."""
     W = sens.space.widths()[sens.cont]
@@ -87,7 +91,11 @@ def block_bootstrap_intervals(
         csum = np.vstack([np.zeros((1, s.shape[1])), np.cumsum(cs, axis=0)])
         B = csum[L : L + T] - csum[:T]
         starts = rng.integers(0, T, size=(n_boot, nb))
-        draws += B[starts].sum(axis=1) * (T / (nb * L))
+        # the resamples' block sums a few resamples at a time: B[starts] whole is (n_boot, T / L, p), a GB on a long
+        # run with short blocks (issue 45); each resample's sum is the same either way
+        step = max(1, BOOT_GATHER // max(nb * s.shape[1], 1))
+        for a in range(0, n_boot, step):
+            draws[a: a + step] += B[starts[a: a + step]].sum(axis=1) * (T / (nb * L))
     dtheta = -(draws - G) @ pi.Hinv.T
     th = sens.value[sens.cont][None] + dtheta
     cov = np.cov(dtheta, rowvar=False)

@@ -103,12 +103,31 @@ class Sensitivity:
         return int(sum(r.size for r in self.r))
 
     def hessian(self) -> np.ndarray:
-        return sum(np.einsum("tcp,tcq->pq", J, J) for J in self.J)
+        """(p, p) J^T J summed over runs (a copy of the one computed first: the interval methods ask for it about ten
+        times, and on a long run each is seconds; issue 45)."""
+        key = [id(J) for J in self.J]
+        cache = self.__dict__.get("_hessian")
+        if cache is None or cache[0] != key:
+            cache = (key, list(self.J), sum(np.einsum("tcp,tcq->pq", J, J) for J in self.J))
+            self.__dict__["_hessian"] = cache
+        return np.array(cache[2], copy=True)
 
     def score_sum(self, rs: Sequence[np.ndarray]) -> np.ndarray:
         """(p,) sum over runs and samples of J^T r for other residuals ``rs`` of the same runs (per run, (T, C));
         non-finite Jacobian entries count as 0."""
-        return sum(np.einsum("tcp,tc->p", np.nan_to_num(J), r) for J, r in zip(self.J, rs))
+        return sum(np.einsum("tcp,tc->p", J, r) for J, r in zip(self.finite_J(), rs))
+
+    def finite_J(self) -> list[np.ndarray]:
+        """Per run, ``np.nan_to_num(J)``: the Jacobian itself where every entry is finite (the same values, no copy:
+        issue 45, a long run's Jacobian is hundreds of MB and the process noise reads it 50 times), a copy with
+        0 for the non-finite entries otherwise (a column whose neighbours diverged)."""
+        key = [id(J) for J in self.J]
+        cache = self.__dict__.get("_finite")
+        if cache is None or cache[0] != key:
+            flags = [bool(np.isfinite(J).all()) for J in self.J]
+            cache = (key, list(self.J), flags)  # the list holds the arrays: their ids stay theirs
+            self.__dict__["_finite"] = cache
+        return [J if ok else np.nan_to_num(J) for J, ok in zip(cache[1], cache[2])]
 
     def gauss_newton_inverse(self) -> np.ndarray:
         """(p, p) (J^T J)^+ in decoded units (the rank tolerance of :func:`pinv_normalized`)."""
@@ -124,24 +143,85 @@ class Sensitivity:
 SENSITIVITY_CHUNK = 16
 
 
+def _chunk_residuals(objective: ReplayObjective, X: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per run the (k, T, C) weighted residuals of the k candidates ``X`` (one backend call) and their divergence."""
+    res = weighted_residuals(objective.rollouts(X), objective.runs, objective.weights, objective.traj_weights)
+    out = []
+    for r in res:
+        n_q, n_dq = r.q.shape[2], r.dq.shape[2]
+        Rr = np.empty((r.q.shape[0], r.q.shape[1], n_q + n_dq + r.x.shape[2]))
+        Rr[:, :, :n_q] = r.q
+        Rr[:, :, n_q: n_q + n_dq] = r.dq
+        Rr[:, :, n_q + n_dq:] = r.x
+        out.append(Rr)
+    div = np.any(np.stack([r.diverged for r in res]), axis=0)
+    return out, div
+
+
 def _per_sample_residuals(objective: ReplayObjective, Xa: np.ndarray,
                           chunk: int = SENSITIVITY_CHUNK) -> tuple[list[np.ndarray], np.ndarray]:
     """Per run the (K, T, C) weighted residuals of the K candidates ``Xa``, and their divergence (K,), rolled out
-    ``chunk`` candidates at a time into one array per run."""
+    ``chunk`` candidates at a time into one array per run (:func:`sensitivity` no longer holds them: it forms the
+    Jacobian's columns as the chunks arrive)."""
     runs = objective.runs
     K = len(Xa)
     R = [np.empty((K, run.q.shape[0], 2 * run.q.shape[1] + 3)) for run in runs]
     div = np.zeros(K, dtype=bool)
     for a in range(0, K, chunk):
-        res = weighted_residuals(objective.rollouts(Xa[a: a + chunk]), runs, objective.weights, objective.traj_weights)
-        for Rr, r in zip(R, res):
-            k = r.q.shape[0]
-            Rr[a: a + k, :, : r.q.shape[2]] = r.q
-            Rr[a: a + k, :, r.q.shape[2]: r.q.shape[2] + r.dq.shape[2]] = r.dq
-            Rr[a: a + k, :, r.q.shape[2] + r.dq.shape[2]:] = r.x
-        div[a: a + chunk] = np.any(np.stack([r.diverged for r in res]), axis=0)
-        del res
+        Rc, dc = _chunk_residuals(objective, Xa[a: a + chunk])
+        for Rr, r in zip(R, Rc):
+            Rr[a: a + r.shape[0]] = r
+        div[a: a + chunk] = dc
+        del Rc
     return R, div
+
+
+def _streamed_jacobian(objective: ReplayObjective, Xa: np.ndarray, st: Stencil, scale: np.ndarray, keep: Sequence[int],
+                       chunk: int = SENSITIVITY_CHUNK):
+    """The central stencil's Jacobian formed column by column as the rollouts of ``chunk`` candidates arrive
+    (issue 45): per run the (T, C, p) Jacobian in decoded units (``scale``: the entries' widths), the same numbers as
+    ``st.jacobian(R, div, scale=scale, on_diverged="one_sided")`` on the full (K, T, C) residuals, which are never
+    held; only a chunk's residuals, the rows a pending column still needs and the rows ``keep`` (row 0 always).
+
+    Returns (per run J, notes, divergence (K,), row -> per run (T, C) residuals of the ``keep`` rows and row 0).
+    """
+    runs = objective.runs
+    K, p = len(Xa), len(st.index)
+    Js = [np.empty((run.q.shape[0], 2 * run.q.shape[1] + 3, p)) for run in runs]
+    div = np.zeros(K, dtype=bool)
+    keep = set(int(k) for k in keep) | {0}
+    held: dict[int, list[np.ndarray]] = {}
+    notes = dict(st.notes)
+    need = [(int(st.plus[k]), int(st.minus[k])) for k in range(p)]
+    last = [max(pm) for pm in need]  # a column's rows are all rolled out once this row is
+    done = np.zeros(p, dtype=bool)
+    for a in range(0, K, chunk):
+        Rc, dc = _chunk_residuals(objective, Xa[a: a + chunk])
+        b = a + len(dc)
+        div[a:b] = dc
+        if div[0]:
+            raise IntervalError("the fitted candidate diverges on at least one run: no interval can be computed there")
+
+        def row(j: int, i: int) -> np.ndarray:  # run i's (T, C) residuals of candidate j (this chunk or held)
+            return Rc[i][j - a] if a <= j < b else held[j][i]
+
+        for k in range(p):
+            if done[k] or last[k] >= b:
+                continue
+            pk, mk, h, note = st.one_sided_rows(k, div, scale[k])
+            if note is not None:
+                notes[int(st.index[k])] = note
+            for i, J in enumerate(Js):
+                J[..., k] = np.nan if pk is None else (row(pk, i) - row(mk, i)) / h
+            done[k] = True
+        pending = {j for k in range(p) if not done[k] for j in need[k]}
+        for j in [j for j in held if j not in keep and j not in pending]:
+            del held[j]
+        for j in range(a, b):  # copies, not views: a view would keep the chunk's residuals alive
+            if j in keep or j in pending:
+                held[j] = [r[j - a].copy() for r in Rc]
+        del Rc
+    return Js, notes, div, held
 
 
 def central_stencil(space: ParamSpace, x0: np.ndarray, step: float = 1e-3) -> tuple[np.ndarray, np.ndarray, Stencil]:
@@ -178,23 +258,15 @@ def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, 
             delay_idx[d] = len(X)
             X.append(space.with_delay(x0, d))
     Xa = np.asarray(X)
-    R, div = _per_sample_residuals(objective, Xa)
-    if div[0]:
-        raise IntervalError("the fitted candidate diverges on at least one run: no interval can be computed there")
     W = space.widths()[cont]
-    Js, notes = [], dict(st.notes)
-    for r in R:
-        J, n = st.jacobian(r, div, scale=W, on_diverged="one_sided")
-        Js.append(J)
-        notes.update(n)
-    # copies, not views: a view of one candidate keeps every stencil candidate's residuals (K, T, C) alive as long
-    # as the Sensitivity lives (issue 45)
-    r_delay = {d: [r[j].copy() for r in R] for d, j in delay_idx.items() if not div[j]}
+    # the columns are formed as the chunks arrive: no (K, T, C) residuals of every candidate are held (issue 45)
+    Js, notes, div, held = _streamed_jacobian(objective, Xa, st, W, delay_idx.values())
+    r_delay = {d: held[j] for d, j in delay_idx.items() if not div[j]}
     labels = space.labels()
     windows = backend_windows(objective.backend, runs) or [None] * len(runs)  # a torque run's windows: clusters
     return Sensitivity(
         space=space, x0=x0, value=space.decoded_vector(x0), cont=cont, labels=[labels[i] for i in cont],
-        r=[r[0].copy() for r in R], J=Js, run_names=[r.name for r in runs], delays=[d for d in delays if d in r_delay],
+        r=held[0], J=Js, run_names=[r.name for r in runs], delays=[d for d in delays if d in r_delay],
         r_delay=r_delay, delay0=delay0, n_candidates=len(Xa), fd_notes=notes, step=step, windows=windows,
     )
 
@@ -205,7 +277,44 @@ def integrated_autocorr_time(rs: Sequence[np.ndarray], max_lag: int | None = Non
 
     tau = 1 + 2 sum_k rho_k, summed over the initial positive sequence (stops at the
     first non-positive lag), rho averaged over runs and channels weighted by energy.
+
+    The lags are summed one at a time up to the first non-positive one only (issue 45: computing every lag up to
+    T / 2 first cost O(T^2), minutes on a 96 s recording at 1 kHz); each lag's sum is the same expression, added over
+    runs in the same order, so tau is the same to the last bit (:func:`integrated_autocorr_time_all_lags`, the
+    reference the tests hold it to).
     """
+    xs, n_lags = [], None
+    for r in rs:
+        T = r.shape[0]
+        L = min(T - 1, max_lag or T // 2)
+        xs.append(r - r.mean(axis=0, keepdims=True))
+        n_lags = L + 1 if n_lags is None else min(n_lags, L + 1)  # the lags every run has
+
+    def acov(k: int):
+        num = None
+        for x in xs:
+            T = x.shape[0]
+            a = np.sum(x[: T - k] * x[k:])
+            num = a if num is None else num + a
+        return num
+
+    if not xs or n_lags < 1:
+        return 1.0
+    num0 = acov(0)
+    if num0 <= 0:
+        return 1.0
+    tau = 1.0
+    for k in range(1, n_lags):
+        rho = acov(k) / num0
+        if rho <= 0:
+            break
+        tau += 2.0 * rho
+    return float(tau)
+
+
+def integrated_autocorr_time_all_lags(rs: Sequence[np.ndarray], max_lag: int | None = None) -> float:
+    """:func:`integrated_autocorr_time` as it was written first: every lag up to ``max_lag`` (default T / 2) summed,
+    then the initial positive sequence (O(T^2); the reference the tests hold the lazy form to)."""
     num = None
     for r in rs:
         T = r.shape[0]

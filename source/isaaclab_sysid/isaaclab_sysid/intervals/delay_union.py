@@ -159,18 +159,37 @@ def delay_scale(sens: Sensitivity) -> tuple[float, float, str]:
     tau = integrated_autocorr_time(sens.r)
     L = hac_bandwidth(sens.r, tau)
     d0 = sens.delay0
-    J0 = [np.nan_to_num(J) for J in sens.J]
+    J0 = sens.finite_J()
     scale = np.append(sens.space.widths()[sens.cont], 1.0)
     kappas = []
+    # the augmented Jacobian [J, r(nb) - r(d0)] is never formed (issue 45: a copy of J, hundreds of MB on a long run):
+    # its curvature and scores are assembled from J's blocks and the delay column's, each the same einsum on the same
+    # numbers as on the augmented array (the delay column paired with itself: two equal columns, which numpy sums as
+    # it sums a column of the augmented array; tests/test_intervals_streamed.py holds it to the augmented form)
+    H_J = [np.einsum("tcp,tcq->pq", J, J) for J in J0]
+    g_J = [np.einsum("tcp,tc->tp", J, r) for J, r in zip(J0, sens.r)]
     for nb in (d0 - 1, d0 + 1):
         rn = sens.r_delay.get(nb)
         if rn is None:
             continue
-        Ja = [np.concatenate([J, (a - b)[..., None]], axis=2) for J, a, b in zip(J0, rn, sens.r)]
-        pi = pinv_normalized(sum(np.einsum("tcp,tcq->pq", J, J) for J in Ja), scale)
+        H = 0
+        gs = []
+        for J, HJ, gJ, a, b, r in zip(J0, H_J, g_J, rn, sens.r, sens.r):
+            D = np.repeat((a - b)[..., None], 2, axis=2)
+            Hr = np.empty((p + 1, p + 1))
+            Hr[:p, :p] = HJ
+            Hr[:p, p] = np.einsum("tcp,tcq->pq", J, D)[:, 0]
+            Hr[p, :p] = np.einsum("tcp,tcq->pq", D, J)[0]
+            Hr[p, p] = np.einsum("tcp,tcq->pq", D, D)[0, 0]
+            H = H + Hr
+            g = np.empty((gJ.shape[0], p + 1))
+            g[:, :p] = gJ
+            g[:, p] = np.einsum("tcp,tc->tp", D, r)[:, 0]
+            gs.append(g)
+            del D
+        pi = pinv_normalized(H, scale)
         M = np.zeros((p + 1, p + 1))
-        for J, r, w in zip(Ja, sens.r, sens.windows or [None] * len(sens.r)):
-            g = np.einsum("tcp,tc->tp", J, r)
+        for g, w in zip(gs, sens.windows or [None] * len(sens.r)):
             g[:, -1] -= g[:, -1].mean()  # a discrete optimum: the delay's score need not sum to zero there
             M += cluster_meat(g, w) if w is not None and len(w) > 1 else hac_meat([g], L)
         v_naive = s2 * pi.Hinv[-1, -1]

@@ -146,7 +146,7 @@ def _project_out(sens: Sensitivity, Hinv: np.ndarray, rs: Sequence[np.ndarray]) 
     """Per run, the (T, C) residuals less their least-squares fit by a change of the fitted numbers,
     ``r - J (J^T J)^+ J^T r`` over all runs (what the fit would absorb, or an unconverged optimum leaves)."""
     step = Hinv @ sens.score_sum(rs)
-    return [r - np.einsum("tcp,p->tc", np.nan_to_num(j), step) for j, r in zip(sens.J, rs)]
+    return [r - np.einsum("tcp,p->tc", j, step) for j, r in zip(sens.finite_J(), rs)]
 
 
 def _residuals(base: RunRollout, other: RunRollout, run: Run, weights: LossWeights, w_run: float) -> np.ndarray:

@@ -73,19 +73,31 @@ class Stencil:
             return J, notes
         J = np.empty(R.shape[1:] + (len(self.index),))
         for k, i in enumerate(self.index):
-            p, m, h = int(self.plus[k]), int(self.minus[k]), self.h[k] * sc[k]
-            if diverged[p + offset] or diverged[m + offset]:
-                if diverged[p + offset] and not diverged[m + offset] and m != 0:
-                    p, h = 0, self.step * sc[k]
-                elif diverged[m + offset] and not diverged[p + offset] and p != 0:
-                    m, h = 0, self.step * sc[k]
-                else:
-                    J[..., k] = np.nan
-                    notes[int(i)] = "finite-difference neighbours diverged"
-                    continue
-                notes[int(i)] = "a finite-difference neighbour diverged: one-sided difference"
+            p, m, h, note = self.one_sided_rows(k, diverged, sc[k], offset)
+            if note is not None:
+                notes[int(i)] = note
+            if p is None:
+                J[..., k] = np.nan
+                continue
             J[..., k] = (R[p + offset] - R[m + offset]) / h
         return J, notes
+
+    def one_sided_rows(self, k: int, diverged: np.ndarray, scale: float = 1.0,
+                       offset: int = 0) -> tuple[int | None, int | None, float, str | None]:
+        """Column ``k`` of :meth:`jacobian` with ``on_diverged="one_sided"``: the rows ``(plus, minus)`` (this
+        stencil's numbering, before ``offset``) whose difference over ``h`` it is, and the note it adds (None: none);
+        ``(None, None, nan, note)`` when both sides diverged (the column is NaN). ``scale``: the entry's decoded width.
+        Lets a caller form the columns as the rows arrive (intervals/curvature.py) with the same arithmetic."""
+        p, m, h = int(self.plus[k]), int(self.minus[k]), self.h[k] * scale
+        if diverged[p + offset] or diverged[m + offset]:
+            if diverged[p + offset] and not diverged[m + offset] and m != 0:
+                p, h = 0, self.step * scale
+            elif diverged[m + offset] and not diverged[p + offset] and p != 0:
+                m, h = 0, self.step * scale
+            else:
+                return None, None, float("nan"), "finite-difference neighbours diverged"
+            return p, m, h, "a finite-difference neighbour diverged: one-sided difference"
+        return p, m, h, None
 
 
 def stencil(x0: np.ndarray, index: np.ndarray, step: float, scheme: Literal["forward", "central"]) -> Stencil:
