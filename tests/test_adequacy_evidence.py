@@ -16,7 +16,7 @@ import pytest
 from conftest import make_run
 
 from isaaclab_sysid.evaluate.adequacy import assess
-from isaaclab_sysid.objective.adequacy_record import Adequacy
+from isaaclab_sysid.objective.adequacy_record import MISFIT_NUMBERS, Adequacy
 from isaaclab_sysid.residual_stats import autocorr_inflation, geyer_inflation
 from isaaclab_sysid.sim.interface import RunRollout
 
@@ -57,11 +57,14 @@ def test_a_heldout_run_at_several_times_the_fit_error_is_a_misfit():
     a = assess(runs, rollouts, 2, noise_floor_mrad=0.3)
     assert a.verdict == "misfit" and a.heldout_over_fit == pytest.approx(3.5, rel=0.1)
     assert not any(m.startswith("model adequate") for m in a.messages)
+    # issue 45: a misfit says what it does to the numbers (a stand-in that more data pin, not the truth)
+    assert a.messages.count(MISFIT_NUMBERS) == 1 and "the delay included" in MISFIT_NUMBERS
     runs, rollouts = _runs(1.0)
     a = assess(runs, rollouts, 2, noise_floor_mrad=0.3)
     line = next(m for m in a.messages if m.startswith("model adequate"))
     assert a.verdict == "adequate" and line.startswith("model adequate: held-out error"), line
     assert "fit runs only" not in line
+    assert MISFIT_NUMBERS not in a.messages
 
 
 def test_an_adequate_verdict_names_the_numbers_at_a_bound():

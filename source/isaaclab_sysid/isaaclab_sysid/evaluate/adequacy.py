@@ -57,7 +57,7 @@ from isaaclab_sysid.evaluate.metrics import rms
 from isaaclab_sysid.evaluate.noise_floor import NoiseFloor
 from isaaclab_sysid.evaluate.torque_residual import TorqueResidualDiagnostics
 from isaaclab_sysid.evaluate.torque_residual import messages as torque_messages
-from isaaclab_sysid.objective.adequacy_record import Adequacy, AdequacyLimits, RunResidualStats
+from isaaclab_sysid.objective.adequacy_record import MISFIT_NUMBERS, Adequacy, AdequacyLimits, RunResidualStats
 from isaaclab_sysid.sim.interface import RunRollout
 
 
@@ -191,6 +191,8 @@ def assess(
         msgs.append(_stated_gains_message(runs[0], len(stated)))
     if verdict == "adequate":
         msgs.append(_adequate_message(ratio, over, source, list(at_bounds)))
+    else:
+        msgs.append(MISFIT_NUMBERS)
     if source in ("repeats", "shooting"):
         msgs.append(f"noise floor {floor:.3g} mrad: {method}")
     return Adequacy(verdict, msgs, ratio, floor, source, over, stats, limits, per_joint, method, files)

@@ -11,6 +11,13 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 
 
+#: the line a misfit verdict ends with: what a misfit does to the numbers and to more data (issue 45: on a Stribeck
+#: twin the Coulomb model's delay went from the true 2 ticks at 12 s to 0 at 48 s, with narrower intervals)
+MISFIT_NUMBERS = ("under a misfit every fitted number, the delay included, is the best stand-in the model has for what "
+                  "it lacks: more data pin that stand-in, not the truth, and its intervals narrow around it, so a "
+                  "longer recording does not make these numbers truer; add what the lines above name, then refit")
+
+
 @dataclass(frozen=True)
 class NoiseFloor:
     """A joint-position noise floor for the adequacy verdict.
@@ -114,6 +121,8 @@ class Adequacy:
             msgs = [m for m in msgs if not m.startswith("model adequate")]
             msgs.insert(0, test.message())
             verdict = "misfit"
+            if MISFIT_NUMBERS not in msgs:
+                msgs.append(MISFIT_NUMBERS)
         return dataclasses.replace(self, verdict=verdict, messages=msgs, static_friction_test=test.to_json())
 
     def to_json(self) -> dict:
