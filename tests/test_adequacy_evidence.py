@@ -102,3 +102,22 @@ def test_geyer_reads_white_noise_as_white_and_an_ar1_at_its_factor():
     for t in range(1, T):
         x[t] = 0.9 * x[t - 1] + w[t]
     assert geyer_inflation(x.ravel(), 3, [T], 5000) == pytest.approx(19.0, rel=0.15)  # (1 + phi) / (1 - phi)
+
+
+def test_a_floor_excess_suggests_the_static_group_only_to_a_fit_without_it():
+    runs, rollouts = _runs(None)
+    for groups, suggested in ((["armature", "friction", "viscous"], True),
+                              (["armature", "mu_static", "dynamic_ratio", "stribeck_velocity", "viscous"], False)):
+        a = assess(runs, rollouts, 2, noise_floor_mrad=0.1, fitted_groups=groups)  # residual 3x the given floor
+        line = next(m for m in a.messages if m.startswith("the fit runs' residual"))
+        assert a.verdict == "misfit" and ("try the static-friction group" in line) == suggested, line
+        assert "--noise_floor_from" not in line  # a given floor is not an estimate
+    # no floor given: estimated as the residual's white part, which leaves out a smooth residual (torque noise moving
+    # the arm); the line says so and names the flag that measures the floor
+    t = np.arange(runs[0].q.shape[0])[:, None] * 1e-3
+    smooth = [_rollout(r.q - 3e-4 * np.random.default_rng(k).standard_normal(r.q.shape) - 2e-3 * np.sin(2 * t))
+              for k, r in enumerate(runs)]
+    a = assess(runs, smooth, 2, fitted_groups=["armature", "mu_static"])
+    line = next(m for m in a.messages if m.startswith("the fit runs' residual"))
+    assert a.floor_source == "estimated" and "--noise_floor_from" in line, line
+    assert "try the static-friction group" not in line, line

@@ -124,6 +124,7 @@ def assess(
     age_max_ms: Sequence[float] | None = None,
     torque_diagnostics: TorqueResidualDiagnostics | None = None,
     at_bounds: Sequence[str] = (),
+    fitted_groups: Sequence[str] = (),
 ) -> Adequacy:
     """The verdict from the fitted candidate's rollouts (``fitted[r].q[candidate]``) on ``runs`` (first ``n_fit`` fit).
 
@@ -134,7 +135,8 @@ def assess(
     residual shapes (:func:`~isaaclab_sysid.evaluate.torque_residual.diagnose`): the verdict names an offset, a
     lag or sensor filter (each a misfit) and torque noise (an explanation of a floor excess) when they show.
     ``at_bounds``: the fitted numbers at a search bound, one line each (:meth:`BoundHit.describe`); an adequate
-    verdict names them (a bound can stand in for what the model lacks).
+    verdict names them (a bound can stand in for what the model lacks). ``fitted_groups``: the fit's parameter
+    groups (a floor excess suggests the static-friction group only to a fit without it).
 
     Without a held-out run an adequate verdict says that it was judged on the fit runs only: a residual at the
     floor on the runs the numbers were fitted to does not show that the model predicts another run (issue 46:
@@ -171,9 +173,13 @@ def assess(
         what = {"given": "the given noise floor", "repeats": "the noise floor measured from the repeats",
                 "shooting": "the drift floor of the windows' measured start states"}.get(
             source, "the white measurement noise estimated from it")
+        hint = ("; joints that stick: try the static-friction group (--fit_groups "
+                "armature,mu_static,dynamic_ratio,viscous,delay)" if "mu_static" not in fitted_groups else "")
+        if source == "estimated":
+            hint += ("; this floor was estimated without repeats and leaves out noise that moves the arm (torque noise "
+                     "acting on it leaves a smooth residual): give repeats with --noise_floor_from to measure it")
         msgs.append(f"the fit runs' residual is {over:.1f}x {what} ({fit_rms:.3g} vs {floor:.3g} mrad): the model leaves "
-                    "structure the noise does not explain (a friction law, a timing, a disturbance it lacks); joints "
-                    "that stick: try the static-friction group (--fit_groups armature,mu_static,dynamic_ratio,viscous,delay)"
+                    "structure the noise does not explain (a friction law, a timing, a disturbance it lacks)" + hint
                     + ("; in a torque replay also noise on the logged torque, which drives the replay (errors in "
                        "variables: light joints' friction and armature biased)" if source == "shooting" else ""))
     if torque_diagnostics is not None:

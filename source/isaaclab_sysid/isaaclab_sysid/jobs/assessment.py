@@ -46,7 +46,8 @@ def assess_fit(backend: ReplayBackend, result: FitResult, runs: Sequence[Run], r
     """
     adequacy = assess(list(runs), list(rollouts), n_fit, robot, floor, age_max_ms=list(age_max_ms),
                       torque_diagnostics=torque_diagnostics(backend, result, runs[:n_fit], rollouts[:n_fit], robot),
-                      at_bounds=[h.describe() for h in result.at_bounds()])
+                      at_bounds=[h.describe() for h in result.at_bounds()],
+                      fitted_groups=result.space.group_names)
     if friction_test is None:
         friction_test = static_friction_test(backend, result.space, result.best_x, list(runs[:n_fit]),
                                              result.loss_weights, result.traj_weights)
