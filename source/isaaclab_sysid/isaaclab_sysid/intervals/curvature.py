@@ -220,7 +220,7 @@ def _streamed_jacobian(objective: ReplayObjective, Xa: np.ndarray, st: Stencil, 
         for j in range(a, b):  # copies, not views: a view would keep the chunk's residuals alive
             if j in keep or j in pending:
                 held[j] = [r[j - a].copy() for r in Rc]
-        del Rc
+        Rc = None  # the chunk's residuals go before the next chunk's arrive
     return Js, notes, div, held
 
 
