@@ -40,7 +40,11 @@ def test_fit_cli_runs_with_isaaclab_backend(tmp_path):
     log_dir = tmp_path / "logs"
     cmd = [sys.executable, str(ROOT / "scripts" / "sysid_franka_osc.py"), "--runs", csvs[0], "--heldout", csvs[1],
            "--backend", "isaaclab", "--device", "cpu", "--num_envs", "4", "--max_iter", "2", "--refine_iter", "0", "--out", str(log_dir),
-           "--no-plots", "--state_age_ms", "0"]
+           "--no-plots", "--state_age_ms", "0",
+           # the law family this test ran before stribeck became a default candidate (issue 46, sixth pass): the
+           # Stribeck forecast on Newton made this, the suite's slowest test, 501 s in CI (297 s alone without it);
+           # the law and its Isaac Lab replay are covered by the law tests and tests/test_isaaclab_law_parity.py
+           "--auto_laws", "sigmoid,load,dahl"]
     # the timeout only guards against a hang: the run takes about 330 s on a quiet 2-core machine and passed 600 s
     # under load 7-10 (a shared machine), which is no failure of the code
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800, env=dict(os.environ, PYTHONHASHSEED="0"))
