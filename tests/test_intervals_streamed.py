@@ -9,13 +9,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 from test_intervals_curvature import TRUE, LinearBackend, _runs, _space
 
 from isaaclab_sysid.intervals import curvature
-from isaaclab_sysid.intervals.curvature import (central_stencil, integrated_autocorr_time,
-                                                integrated_autocorr_time_all_lags, sensitivity)
+from isaaclab_sysid.intervals.curvature import central_stencil, integrated_autocorr_time, sensitivity
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 
 
@@ -85,6 +86,27 @@ def test_streamed_sensitivity_is_the_dense_one(monkeypatch, chunk):
     for d in rd:
         for a, b in zip(sens.r_delay[d], rd[d]):
             np.testing.assert_array_equal(a, b)
+
+
+def integrated_autocorr_time_all_lags(rs: Sequence[np.ndarray], max_lag: int | None = None) -> float:
+    """``integrated_autocorr_time`` as it was written first: every lag up to ``max_lag`` (default T / 2) summed,
+    then the initial positive sequence (O(T^2); the reference the lazy form is held to)."""
+    num = None
+    for r in rs:
+        T = r.shape[0]
+        L = min(T - 1, max_lag or T // 2)
+        x = r - r.mean(axis=0, keepdims=True)
+        acov = np.array([np.sum(x[: T - k] * x[k:]) for k in range(L + 1)])
+        num = acov if num is None else num[: len(acov)] + acov[: len(num)]
+    if num is None or num[0] <= 0:
+        return 1.0
+    rho = num / num[0]
+    tau = 1.0
+    for k in range(1, len(rho)):
+        if rho[k] <= 0:
+            break
+        tau += 2.0 * rho[k]
+    return float(tau)
 
 
 @pytest.mark.parametrize("seed", range(4))
