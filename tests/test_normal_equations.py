@@ -234,3 +234,46 @@ def test_streamed_law_forecast_gives_the_dense_forecast():
     np.testing.assert_allclose(auto[0], stream[0], rtol=1e-12)
     for c in dense[1]:
         np.testing.assert_allclose(stream[1][c], dense[1][c], rtol=1e-4, atol=1e-12 * dense[0])
+
+
+def test_a_delay_track_between_jacobians_is_still_tested_for_separation():
+    """Phase 2's separation test reads a track's normal equations, which an accepted step without a Broyden update
+    drops (the accumulated mode never updates). It then tests the optimistic loss of the track's last Jacobian: at
+    96 s the polish's delay-1 track otherwise stepped untested to its budget. True delay 2 (a fake whose delays 1
+    and 3 the data reject): every wrong delay closes as "separated", in the accumulated mode and in the dense one
+    without reuse alike, at the same point as the dense refinement with reuse."""
+    from test_refine_delay_tie import FractionalDelayFake
+
+    space, runs = _space(), _runs()
+    x0 = _start(space, delay=2)
+    ends = {}
+    for ne, reuse in ((True, 3), (True, 0), (False, 0), (False, 3)):
+        ref = LMRefiner(ReplayObjective(space, FractionalDelayFake(2.0), runs),
+                        RefineSettings(max_iter=10, normal_equations=ne, jacobian_reuse=reuse))
+        st = ref.run(ref.start(x0))
+        stops = {t.delay: t.stop for t in st.tracks}
+        assert stops == {2: "rtol", 1: "separated", 3: "separated"}, (ne, reuse, stops)
+        wrong = [t for t in st.tracks if t.delay != 2]
+        assert all(t.optimistic > st.best().loss for t in wrong)
+        ends[(ne, reuse)] = st.best()
+    for key, b in ends.items():
+        np.testing.assert_allclose(b.loss, ends[(False, 3)].loss, rtol=1e-6, err_msg=str(key))
+
+
+def test_states_only_rollouts_hold_the_loss_states_bit_for_bit():
+    """The loss, its residuals and the accumulated stencils roll out through ``ReplayBackend.rollout_states``: the
+    MuJoCo backend then records q, dq and ee_pos only (ee_quat and tau empty: 17 of 28 numbers per sample of the
+    7-joint arm, the stencil rollouts that set a long fit's peak memory), with the full rollout's bits."""
+    _, run, space, x0, be = _one_second_twin(1.5, seed=3, target_seed=4)
+    try:
+        X = np.stack([x0, np.clip(x0 + 0.05, 0.0, 1.0)])
+        batch = space.to_batch(X)
+        full, lean = be.rollout(batch, [run])[0], be.rollout_states(batch, [run])[0]
+        for name in ("q", "dq", "ee_pos", "diverged"):
+            np.testing.assert_array_equal(getattr(lean, name), getattr(full, name))
+        assert lean.tau.shape == (2, run.q.shape[0], 0) and lean.ee_quat.shape == (2, run.q.shape[0], 0)
+        assert lean.q.nbytes + lean.dq.nbytes + lean.ee_pos.nbytes == 17 * 8 * 2 * run.q.shape[0]
+        obj = ReplayObjective(space, be, [run])
+        np.testing.assert_array_equal(obj.loss(X).total, total_loss([full], [run]).total)
+    finally:
+        be.close()

@@ -55,7 +55,7 @@ def test_every_declared_member_is_the_inner_backends_and_rollouts_are_counted():
             assert getattr(be, attr) == getattr(inner, attr), attr
     # and every method of the contract is the wrapper's own, forwarding
     methods = {n for n, f in inspect.getmembers(ReplayBackend, inspect.isfunction) if not n.startswith("_")}
-    assert methods == {"rollout", "windows_of", "loss", "close"}
+    assert methods == {"rollout", "rollout_states", "windows_of", "loss", "close"}
     assert all(getattr(CountingBackend, n) is not getattr(ReplayBackend, n) for n in methods)
     batch = CandidateBatch(armature=np.zeros((3, 2)))
     runs = [_Run(99), _Run(49)]
@@ -63,7 +63,8 @@ def test_every_declared_member_is_the_inner_backends_and_rollouts_are_counted():
     assert be.rollouts == 6 and be.env_steps == 3 * ((7 + 91) + (7 + 41))  # last sample ticks 90 and 40
     assert be.loss(batch, runs[:1], "score") == 0.25 and be.rollouts == 9
     assert len(be.windows_of(runs)) == 2
+    assert be.rollout_states(batch, runs[1:]) == ["rolled"] and be.rollouts == 12  # the inner's default: its rollout
     be.close()
-    assert inner.calls == ["rollout 3 2 ['note']", "loss score", "windows_of", "close"]
+    assert inner.calls == ["rollout 3 2 ['note']", "loss score", "windows_of", "rollout 3 1 []", "close"]
     with pytest.raises(AttributeError):  # nothing outside the contract is forwarded silently
         be.calls

@@ -29,8 +29,9 @@ class CountingBackend(ReplayBackend):
     """A backend wrapper counting rollouts and env-steps into a :class:`Counts`.
 
     Every member of the :class:`ReplayBackend` contract is the inner backend's (``name``, ``supported_groups``,
-    ``options``, ``scores_loss``, ``windows_of``, ``loss``, ``close``); ``inner`` is the wrapped backend. Only
-    :meth:`rollout` does more: it counts P x len(runs) rollouts and their env-steps (warm-up + the run's ticks).
+    ``options``, ``scores_loss``, ``rollout_states``, ``windows_of``, ``loss``, ``close``); ``inner`` is the wrapped
+    backend. Only :meth:`rollout` and :meth:`rollout_states` do more: they count P x len(runs) rollouts and their
+    env-steps (warm-up + the run's ticks).
     """
 
     def __init__(self, inner: ReplayBackend) -> None:
@@ -57,6 +58,11 @@ class CountingBackend(ReplayBackend):
     def rollout(self, batch: CandidateBatch, runs: Sequence[Run], **kw) -> list[RunRollout]:
         self._count(batch, runs)
         return self.inner.rollout(batch, runs, **kw)
+
+    def rollout_states(self, batch: CandidateBatch, runs: Sequence[Run]) -> list[RunRollout]:
+        """The inner backend's states-only rollout, counted like :meth:`rollout`."""
+        self._count(batch, runs)
+        return self.inner.rollout_states(batch, runs)
 
     def windows_of(self, runs: Sequence[Run]) -> list[np.ndarray]:
         """The inner backend's shooting windows of ``runs``."""

@@ -279,6 +279,11 @@ class RefineTrack:
     #: phase 2: the track's optimistic loss (its loss less ``separate_safety`` x its forecast gain) at the last test
     #: against the best track (nan: none yet)
     optimistic: float = float("nan")
+    #: the same optimistic loss at its last finite-difference Jacobian (nan: none yet): what the phase-2 tests read
+    #: while the track holds no normal equations (an accepted step without a Broyden update drops them; the
+    #: accumulated mode never updates). It lies below the optimistic loss after any step from that Jacobian (the step
+    #: realizes part of the forecast gain), so a test on it closes a track no sooner than a fresh one would.
+    stencil_optimistic: float = float("nan")
 
     def drop_jacobian(self) -> None:
         """Forget the Jacobian (the next iteration rolls out a stencil): a checkpoint does this (see ``__getstate__``)."""
@@ -594,8 +599,9 @@ class LMRefiner:
     def _separate(self, state: RefineState) -> tuple[list[int], list[int]]:
         """Phase 2: close every active delay track whose optimistic loss the data already reject against the best
         track (``separate_level``: "separated"), or which could at most beat the best by less than the tie margin
-        (``tie_level``: "tied"; :class:`RefineSettings`); returns the delays closed each way. The best track and
-        tracks without a Jacobian (nothing to forecast from) stay; phase 1 is never cut."""
+        (``tie_level``: "tied"; :class:`RefineSettings`); returns the delays closed each way. A track between
+        Jacobians is tested on the optimistic loss of its last one (``RefineTrack.stencil_optimistic``); the best
+        track and tracks that never had a Jacobian (nothing to forecast from) stay; phase 1 is never cut."""
         s = self.settings
         if (s.separate_level is None and s.tie_level is None) or state.phase != 2:
             return [], []
@@ -612,9 +618,14 @@ class LMRefiner:
         near = chi2_1(0.999)
         separated, tied = [], []
         for t in state.tracks:
-            if not t.active or t is b or t.delay == b.delay or not self._holds_normal(t):
+            if not t.active or t is b or t.delay == b.delay:
                 continue
-            L_opt = t.loss - s.separate_safety * self.forecast_gain(t)
+            if self._holds_normal(t):
+                L_opt = t.loss - s.separate_safety * self.forecast_gain(t)
+            else:  # between Jacobians: the bound from the last one (nan: none yet, nothing to forecast from)
+                L_opt = getattr(t, "stencil_optimistic", float("nan"))
+                if not np.isfinite(L_opt):
+                    continue
             t.optimistic = float(L_opt)
             lr = (L_opt - b.loss) / scale
             if lr > thr:
@@ -687,7 +698,7 @@ class LMRefiner:
         for t in tracks:
             st = stencil(t.x, self.cont, s.h, "forward")
             if self.accumulate:
-                ro = self.objective.rollouts(st.X)
+                ro = self.objective.states(st.X)
                 lb = total_loss(ro, self.objective.runs, self.objective.weights, self.objective.traj_weights)
                 ne = None if lb.diverged[0] else stencil_normal_equations(
                     ro, self.objective.runs, st, lb.diverged, self.objective.weights, self.objective.traj_weights)
@@ -714,6 +725,8 @@ class LMRefiner:
             if s.stat_tol is not None or s.separate_level is not None or s.tie_level is not None \
                     or s.crawl_level is not None:
                 t.n_eff = effective_samples(r0, self.shapes, n_c)
+            if s.separate_level is not None or s.tie_level is not None:
+                t.stencil_optimistic = float(t.loss - s.separate_safety * self.forecast_gain(t))
             t.jacobians = getattr(t, "jacobians", 0) + 1
             t.spent = getattr(t, "spent", 0) + n_c + 1
         return spent

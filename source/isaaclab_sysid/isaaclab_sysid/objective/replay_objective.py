@@ -49,16 +49,20 @@ class ReplayObjective:
         """Roll out P normalized candidates (P, D) on every run in one backend call."""
         return list(self.backend.rollout(self.space.to_batch(X), self.runs))
 
+    def states(self, X: np.ndarray) -> list[RunRollout]:
+        """:meth:`rollouts` holding only what the loss reads (q, dq, ee_pos; ``ReplayBackend.rollout_states``)."""
+        return list(self.backend.rollout_states(self.space.to_batch(X), self.runs))
+
     def loss(self, X: np.ndarray) -> LossBreakdown:
         """The loss of P normalized candidates (P, D); a backend that scores where it simulates (``scores_loss``,
         the Ray backend, docs/cluster.md) returns the same numbers without sending every state back."""
         if self.backend.scores_loss:
             return self.backend.loss(self.space.to_batch(X), self.runs, WeightedLoss(self.weights, self.traj_weights))
-        return total_loss(self.rollouts(X), self.runs, self.weights, self.traj_weights)
+        return total_loss(self.states(X), self.runs, self.weights, self.traj_weights)
 
     def residuals(self, X: np.ndarray) -> tuple[np.ndarray, LossBreakdown]:
         """(P, M) stacked weighted residuals and the loss of P normalized candidates, from one rollout."""
-        ro = self.rollouts(X)
+        ro = self.states(X)
         R = stacked_weighted_residuals(ro, self.runs, self.weights, self.traj_weights)
         return R, total_loss(ro, self.runs, self.weights, self.traj_weights)
 

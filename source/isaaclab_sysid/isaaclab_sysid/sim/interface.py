@@ -194,6 +194,12 @@ class ReplayBackend(abc.ABC):
             UnsupportedParameterError: ``batch`` sets a group not in ``supported_groups``.
         """
 
+    def rollout_states(self, batch: CandidateBatch, runs: Sequence[Run]) -> list[RunRollout]:
+        """:meth:`rollout` for a caller that reads only q, dq and ee_pos (the loss, its residuals and their normal
+        equations): a backend may leave ``ee_quat`` and ``tau`` empty, (P, T, 0), to hold less (issue 45: on a long
+        run a stencil's rollouts set the fit's peak memory). The default is :meth:`rollout` itself."""
+        return self.rollout(batch, runs)
+
     def windows_of(self, runs: Sequence[Run]) -> list[np.ndarray]:
         """Per run, the (W, 2) shooting windows this backend replays it in (sim/shooting.py: a torque run cut at
         ``options.window_ticks``, a controller run one window)."""

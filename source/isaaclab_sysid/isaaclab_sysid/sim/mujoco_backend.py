@@ -208,6 +208,7 @@ class MujocoBackend(ReplayBackend):
         *,
         disturbance: Sequence[np.ndarray | None] | None = None,
         with_command: bool = False,
+        states_only: bool = False,
     ) -> list[RunRollout]:
         """Replay every run for every candidate (see :class:`ReplayBackend`).
 
@@ -218,6 +219,8 @@ class MujocoBackend(ReplayBackend):
                 applied torque every tick (the twin's actuator noise).
             with_command: also return the controller's torque before delay, slew
                 and clamp as ``extra["tau_cmd"]``.
+            states_only: record only what the loss reads (q, dq, ee_pos); ``ee_quat`` and
+                ``tau`` are (P, T, 0) (:meth:`ReplayBackend.rollout_states`).
 
         Raises:
             UnsupportedParameterError: a group the MuJoCo backend cannot represent.
@@ -237,8 +240,8 @@ class MujocoBackend(ReplayBackend):
                     q=np.empty((p_count, t, n)),
                     dq=np.empty((p_count, t, n)),
                     ee_pos=np.empty((p_count, t, 3)),
-                    ee_quat=np.empty((p_count, t, 4)),
-                    tau=np.empty((p_count, t, n)),
+                    ee_quat=np.empty((p_count, t, 0 if states_only else 4)),
+                    tau=np.empty((p_count, t, 0 if states_only else n)),
                     diverged=np.zeros(p_count, dtype=bool),
                     extra=extra,
                 )
@@ -265,6 +268,11 @@ class MujocoBackend(ReplayBackend):
             for f in futures:
                 f.result()
         return outs
+
+    def rollout_states(self, batch: CandidateBatch, runs: Sequence[Run]) -> list[RunRollout]:
+        """:meth:`rollout` recording only what the loss reads (q, dq, ee_pos): 17 of the 28 numbers per sample of a
+        7-joint arm, the same bits (see :meth:`ReplayBackend.rollout_states`)."""
+        return self.rollout(batch, runs, states_only=True)
 
     def _run_job(self, s: RunSchedule, dist: np.ndarray | None, params: dict, p: int, out: RunRollout,
                  window: tuple[int, int]) -> None:
@@ -347,8 +355,8 @@ class MujocoBackend(ReplayBackend):
         job.out_q = _ptr(out.q[p, a:b])
         job.out_dq = _ptr(out.dq[p, a:b])
         job.out_pos = _ptr(out.ee_pos[p, a:b])
-        job.out_quat = _ptr(out.ee_quat[p, a:b])
-        job.out_tau = _ptr(out.tau[p, a:b])
+        job.out_quat = _ptr(out.ee_quat[p, a:b]) if out.ee_quat.shape[-1] else None  # None: a states-only rollout
+        job.out_tau = _ptr(out.tau[p, a:b]) if out.tau.shape[-1] else None
         job.out_tau_cmd = _ptr(out.extra["tau_cmd"][p, a:b]) if "tau_cmd" in out.extra else None
         rc = self._lib.sysid_replay(ctypes.c_void_p(model._address), ctypes.c_void_p(data._address), ctypes.byref(job))
         if rc < 0:

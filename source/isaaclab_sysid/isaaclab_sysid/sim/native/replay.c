@@ -100,8 +100,8 @@ typedef struct {
   double* out_q;               /* (T, N) */
   double* out_dq;              /* (T, N) */
   double* out_pos;             /* (T, 3) */
-  double* out_quat;            /* (T, 4) xyzw */
-  double* out_tau;             /* (T, N) applied torque */
+  double* out_quat;            /* (T, 4) xyzw; NULL: not recorded (a states-only rollout) */
+  double* out_tau;             /* (T, N) applied torque; NULL: not recorded */
   double* out_tau_cmd;         /* (T, N) controller output before delay/slew/clamp, or NULL */
   /* result */
   int64_t diverged_tick;       /* tick of divergence (valid when the call returns 1) */
@@ -268,11 +268,12 @@ static void fill_nan(const SysidReplayJob* job, int from, int n) {
   double nan = NAN;
   for (int s = from; s < job->n_samples; s++) {
     for (int j = 0; j < n; j++) {
-      job->out_q[s * n + j] = nan; job->out_dq[s * n + j] = nan; job->out_tau[s * n + j] = nan;
+      job->out_q[s * n + j] = nan; job->out_dq[s * n + j] = nan;
+      if (job->out_tau) job->out_tau[s * n + j] = nan;
       if (job->out_tau_cmd) job->out_tau_cmd[s * n + j] = nan;
     }
     for (int i = 0; i < 3; i++) job->out_pos[s * 3 + i] = nan;
-    for (int i = 0; i < 4; i++) job->out_quat[s * 4 + i] = nan;
+    if (job->out_quat) for (int i = 0; i < 4; i++) job->out_quat[s * 4 + i] = nan;
   }
 }
 
@@ -391,12 +392,14 @@ int sysid_replay(mjModel* m, mjData* d, SysidReplayJob* job) {
       memcpy(job->out_q + (size_t)s * nv, d->qpos, sizeof(double) * nv);
       memcpy(job->out_dq + (size_t)s * nv, d->qvel, sizeof(double) * nv);
       memcpy(job->out_pos + (size_t)s * 3, d->site_xpos + 3 * job->site_id, sizeof(double) * 3);
-      double qw[4];
-      mju_mat2Quat(qw, d->site_xmat + 9 * job->site_id);
-      if (qw[0] < 0) for (int i = 0; i < 4; i++) qw[i] = -qw[i];
-      double* oq = job->out_quat + (size_t)s * 4;
-      oq[0] = qw[1]; oq[1] = qw[2]; oq[2] = qw[3]; oq[3] = qw[0];
-      memcpy(job->out_tau + (size_t)s * nv, applied, sizeof(double) * nv);
+      if (job->out_quat) {
+        double qw[4];
+        mju_mat2Quat(qw, d->site_xmat + 9 * job->site_id);
+        if (qw[0] < 0) for (int i = 0; i < 4; i++) qw[i] = -qw[i];
+        double* oq = job->out_quat + (size_t)s * 4;
+        oq[0] = qw[1]; oq[1] = qw[2]; oq[2] = qw[3]; oq[3] = qw[0];
+      }
+      if (job->out_tau) memcpy(job->out_tau + (size_t)s * nv, applied, sizeof(double) * nv);
       if (job->out_tau_cmd) memcpy(job->out_tau_cmd + (size_t)s * nv, tau, sizeof(double) * nv);
       s++;
     }
