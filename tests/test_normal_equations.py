@@ -277,3 +277,27 @@ def test_states_only_rollouts_hold_the_loss_states_bit_for_bit():
         np.testing.assert_array_equal(obj.loss(X).total, total_loss([full], [run]).total)
     finally:
         be.close()
+
+
+def test_the_loss_is_scored_one_candidate_at_a_time_with_the_batched_bits():
+    """``run_loss`` forms its squared errors one candidate at a time (a 96 s stencil's (P, T, N) temporaries set the
+    fit's peak): the same bits as the mean over axes (1, 2) of the whole batch, a diverged (NaN) candidate included."""
+    from isaaclab_sysid.objective.loss import run_loss
+    from isaaclab_sysid.sim.interface import RunRollout
+
+    rng = np.random.default_rng(5)
+    run = make_run("task_impedance", 50.0, n=4001, seed=3)
+    T, N = run.q.shape
+    P = 6
+    ro = RunRollout(q=run.q[None] + 1e-3 * rng.normal(size=(P, T, N)), dq=run.dq[None] + rng.normal(size=(P, T, N)),
+                    ee_pos=run.ee_pos[None] + 1e-4 * rng.normal(size=(P, T, 3)), ee_quat=np.empty((P, T, 0)),
+                    tau=np.empty((P, T, 0)), diverged=np.zeros(P, dtype=bool))
+    ro.q[4, 17, 2] = np.nan
+    for w in (LossWeights(), LossWeights(w_x=0.5, q_scale=tuple(np.linspace(0.5, 2.0, N)))):
+        loss, div = run_loss(ro, run, w)
+        with np.errstate(invalid="ignore"):
+            ref = (w.w_q * np.mean(((ro.q - run.q[None]) * np.asarray(w.q_scale or 1.0)) ** 2, axis=(1, 2))
+                   + w.w_dq * np.mean((ro.dq - run.dq[None]) ** 2, axis=(1, 2))
+                   + w.w_x * np.mean((ro.ee_pos - run.ee_pos[None]) ** 2, axis=(1, 2)))
+        assert div.tolist() == [False] * 4 + [True, False]
+        np.testing.assert_array_equal(loss[~div], ref[~div])

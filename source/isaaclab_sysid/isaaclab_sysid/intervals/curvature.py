@@ -145,7 +145,7 @@ SENSITIVITY_CHUNK = 16
 
 def _chunk_residuals(objective: ReplayObjective, X: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     """Per run the (k, T, C) weighted residuals of the k candidates ``X`` (one backend call) and their divergence."""
-    res = weighted_residuals(objective.rollouts(X), objective.runs, objective.weights, objective.traj_weights)
+    res = weighted_residuals(objective.states(X), objective.runs, objective.weights, objective.traj_weights)
     out = []
     for r in res:
         n_q, n_dq = r.q.shape[2], r.dq.shape[2]

@@ -108,7 +108,7 @@ def omitted_shift(backend: ReplayBackend, sens: Sensitivity, runs: Sequence[Run]
     h = np.where(xa[idx] + step <= 1.0, step, -step)  # forward from the lower bound; backward only at the upper
     X[1 + np.arange(idx.size), idx] += h
     obj = ReplayObjective(aug, backend, list(runs), weights, traj_weights)
-    res = weighted_residuals(obj.rollouts(X), list(runs), weights, obj.traj_weights)
+    res = weighted_residuals(obj.states(X), list(runs), weights, obj.traj_weights)
     R = [r.per_sample() for r in res]  # per run, (P, T, C)
     if any(np.any(r.diverged) for r in res):
         return None

@@ -257,7 +257,7 @@ def _split(a: np.ndarray, n_dof: int) -> dict[str, np.ndarray]:
 
 def _channel_blocks(objective: ReplayObjective, x: np.ndarray):
     """(channel, (T, width) weighted residuals) of every fit run at ``x``, from one rollout."""
-    ro = objective.rollouts(np.atleast_2d(x))
+    ro = objective.states(np.atleast_2d(x))
     for r in weighted_residuals(ro, objective.runs, objective.weights, objective.traj_weights):
         yield from _split(np.asarray(r.per_sample()[0], dtype=float), objective.space.n_dof).items()
 
@@ -272,7 +272,7 @@ def channel_ssr(objective: ReplayObjective, x: np.ndarray) -> dict[str, float]:
 
 def run_channel_stats(objective: ReplayObjective, x: np.ndarray) -> list[ChannelStats]:
     """Per fit run, the :class:`ChannelStats` of its residual at the base model's ``x`` (one rollout)."""
-    ro = objective.rollouts(np.atleast_2d(x))
+    ro = objective.states(np.atleast_2d(x))
     return [_block_stats(np.asarray(r.per_sample()[0], dtype=float), objective.space.n_dof)
             for r in weighted_residuals(ro, objective.runs, objective.weights, objective.traj_weights)]
 
@@ -480,7 +480,7 @@ def leave_one_block_out(objective: ReplayObjective, x: np.ndarray, per_run: int 
             if step is not None:
                 xi[cont] = np.clip(x0[cont] + sc * step / widths[cont], 0.0, 1.0)
             X.append(xi)
-    res = weighted_residuals(objective.rollouts(np.asarray(X)), runs, objective.weights, objective.traj_weights)
+    res = weighted_residuals(objective.states(np.asarray(X)), runs, objective.weights, objective.traj_weights)
     # the candidate diverged or left a non-finite residual on the run
     div = [np.asarray(r.diverged, dtype=bool) for r in res]
     # per run, per channel: (K, T) squared residual summed over the channel's columns (not the (K, T, C) block)

@@ -79,6 +79,16 @@ def _scaled(e: np.ndarray, scale: tuple[float, ...] | None) -> np.ndarray:
     return e if scale is None else e * np.asarray(scale)
 
 
+def _mean_square(sim: np.ndarray, real: np.ndarray, scale: tuple[float, ...] | None) -> np.ndarray:
+    """(P,) mean over samples and joints of the scaled squared error of ``sim`` (P, T, n) against ``real`` (T, n),
+    one candidate at a time: the temporaries are one candidate's (T, n), not the (P, T, n) of a whole stencil (issue
+    45: three of those beside the rollouts set a 96 s fit's peak). The bits of the mean over axes (1, 2)."""
+    out = np.empty(sim.shape[0])
+    for p in range(sim.shape[0]):
+        out[p] = np.mean(_scaled(sim[p] - real, scale) ** 2)
+    return out
+
+
 def run_loss(rollout: RunRollout, run: Run, weights: LossWeights = LossWeights()) -> tuple[np.ndarray, np.ndarray]:
     """Loss (P,) of each candidate on one run, and its divergence flags (P,).
 
@@ -86,9 +96,9 @@ def run_loss(rollout: RunRollout, run: Run, weights: LossWeights = LossWeights()
     losses are capped at the penalty so a diverged candidate never ranks better.
     """
     with np.errstate(all="ignore"):
-        e_q = np.mean(_scaled(rollout.q - run.q[None], weights.q_scale) ** 2, axis=(1, 2))
-        e_dq = np.mean(_scaled(rollout.dq - run.dq[None], weights.dq_scale) ** 2, axis=(1, 2))
-        e_x = np.mean((rollout.ee_pos - run.ee_pos[None]) ** 2, axis=(1, 2))
+        e_q = _mean_square(rollout.q, run.q, weights.q_scale)
+        e_dq = _mean_square(rollout.dq, run.dq, weights.dq_scale)
+        e_x = _mean_square(rollout.ee_pos, run.ee_pos, None)
         loss = weights.w_q * e_q + weights.w_dq * e_dq + weights.w_x * e_x
     diverged = np.asarray(rollout.diverged, dtype=bool) | ~np.isfinite(loss)
     loss = np.where(diverged, DIVERGENCE_PENALTY, np.minimum(loss, DIVERGENCE_PENALTY))
