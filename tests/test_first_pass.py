@@ -73,3 +73,48 @@ def test_first_pass_then_polish_lands_at_least_as_well_as_direct(tmp_path):
     assert again == two
     assert json.loads((two / "sysid_best_params.json").read_text())["best_params"] == best_two["best_params"]
     assert any(line.startswith(f"resuming {two / 'first_pass'}") for line in lines), lines
+
+
+class _Killed(Exception):
+    """Stands for a kill mid-polish (the process ends; what was checkpointed is on disk)."""
+
+
+def test_a_two_pass_fit_killed_in_its_polish_resumes_to_the_uninterrupted_answer(tmp_path, monkeypatch):
+    """Issue 45: a long fit killed in its polish resumes the polish from its checkpoint (the first pass's finished
+    stages read back, not rerun) and ends with the bits of the fit that was never interrupted."""
+    from isaaclab_sysid.fit import refine
+    from isaaclab_sysid.jobs import fit_job
+    from isaaclab_sysid.jobs.fit_args import FitArgs
+
+    csv = scaling.record(tmp_path / "twin", "multiband_4s", 4.0, "multiband")
+    passes = ("first_pass_s", "1.5", "first_pass_window_s", "0.75")
+    orig_step, steps, kill = refine.LMRefiner.step, [], []
+
+    def step(self, state):  # the polish is the refinement on the full run (the first pass's are on windows)
+        if self.objective.runs[0].name == "multiband_4s":
+            steps.append(state.iteration)
+            if kill and len(steps) == kill[0]:
+                raise _Killed()
+        return orig_step(self, state)
+
+    monkeypatch.setattr(refine.LMRefiner, "step", step)
+    ref = _fit(tmp_path, csv, "ref", *passes)
+    polish = list(steps)
+    assert len(polish) >= 6, polish
+    steps.clear()
+    kill.append(6)  # killed in its 6th iteration, after the checkpoint of its 4th
+    with pytest.raises(_Killed):
+        _fit(tmp_path, csv, "killed", *passes)
+    (killed,) = list((tmp_path / "killed").iterdir())
+    assert (killed / "first_pass" / "sysid_best_params.json").exists()
+    assert not (killed / "sysid_best_params.json").exists() and (killed / "checkpoint_0.json").exists()
+    steps.clear()
+    kill.clear()
+    lines: list[str] = []
+    again = fit_job.run_fit(FitArgs.build(resume=str(killed), quiet=True, plots=False), log=lines.append)
+    assert again == killed
+    assert any(line.startswith(f"resuming {killed / 'first_pass'}") for line in lines), lines
+    assert steps == polish[4:], (steps, polish)  # the polish went on from its 4th iteration's checkpoint
+    a = json.loads((ref / "sysid_best_params.json").read_text())
+    b = json.loads((killed / "sysid_best_params.json").read_text())
+    assert a["best_params"] == b["best_params"] and a["best_score"] == b["best_score"]
