@@ -114,11 +114,13 @@ def worker(spec_path: str) -> None:
         return wrap
 
     ReplayObjective.rollouts = counted(ReplayObjective.rollouts)
+    ReplayObjective.states = counted(ReplayObjective.states)  # the loss, residuals and stencils (no double count:
+    # states() does not call rollouts())
     if not getattr(ReplayObjective, "scores_loss_counted", False):
         orig_loss = ReplayObjective.loss
 
         def loss(self, X):
-            if self.backend.scores_loss:  # rollouts() is not called on this path
+            if self.backend.scores_loss:  # states() is not called on this path
                 count["rollouts"] += len(X) * len(self.runs)
             return orig_loss(self, X)
         ReplayObjective.loss = loss

@@ -213,3 +213,18 @@ def test_hessian_is_computed_once_and_handed_out_as_copies():
     np.testing.assert_array_equal(sens.hessian(), ref)
     sens.J = sens.J[:1]  # other Jacobians: computed anew
     np.testing.assert_array_equal(sens.hessian(), 0 + np.einsum("tcp,tcq->pq", sens.J[0], sens.J[0]))
+
+
+def test_a_long_run_is_rolled_out_in_fewer_candidates_per_call():
+    """Issue 45: one backend call of the sensitivity holds at most SENSITIVITY_CHUNK_MB of per-sample residuals: 16
+    candidates on a 12 s 1 kHz run of the 7-joint arm, 4 on 96 s (13 MB each), never fewer than 1."""
+    from types import SimpleNamespace
+
+    def runs(seconds: float, n: int = 1):
+        return [SimpleNamespace(q=np.empty((int(seconds * 1000), 7)))] * n
+
+    assert curvature.candidates_per_call(runs(12.0)) == 16
+    assert curvature.candidates_per_call(runs(96.0)) == 4
+    assert curvature.candidates_per_call(runs(48.0, 2)) == 4  # the samples of every run count
+    assert curvature.candidates_per_call(runs(96.0), chunk=2) == 2
+    assert curvature.candidates_per_call(runs(3600.0)) == 1

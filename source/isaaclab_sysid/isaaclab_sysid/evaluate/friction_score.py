@@ -50,7 +50,8 @@ from isaaclab_sysid.objective.loss import LossWeights
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.objective.param_space import DEFAULT_BOUNDS, GroupSpec, ParamSpace
 from isaaclab_sysid.intervals.curvature import (SENSITIVITY_CHUNK, IntervalError, Sensitivity, _per_sample_residuals,
-                                                central_stencil, hac_bandwidth, run_meats, sensitivity)
+                                                candidates_per_call, central_stencil, hac_bandwidth, run_meats,
+                                                sensitivity)
 from isaaclab_sysid.objective.jacobian import Stencil
 from isaaclab_sysid.sim.shooting import backend_windows
 from isaaclab_sysid.intervals.process_noise import estimate_process_noise, replicate_residuals
@@ -147,6 +148,7 @@ def streamed_sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float
     the Jacobian by the same :meth:`~isaaclab_sysid.objective.jacobian.Stencil.jacobian` (a one-sided difference where
     a neighbour diverged, NaN where both did), so the numbers are the dense ones."""
     space, runs = objective.space, objective.runs
+    chunk = candidates_per_call(runs, chunk)
     x0, cont, st = central_stencil(space, x0, step)
     p = len(cont)
     W = space.widths()[cont]

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.signal import fftconvolve
 
+from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.objective.jacobian import Stencil, stencil
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.objective.param_space import ParamSpace
@@ -141,6 +142,17 @@ class Sensitivity:
 #: candidates rolled out per backend call by :func:`sensitivity` (issue 45: the rollouts of one chunk are held at a
 #: time, not of every stencil candidate; a deterministic backend gives the same numbers either way)
 SENSITIVITY_CHUNK = 16
+#: the most one such call's per-sample residuals may take [MB]: a long run's calls take fewer candidates (a 96 s 1 kHz
+#: run holds 13 MB of residuals a candidate, and 16 of them, with their states and the weighted copies beside them,
+#: set a 96 s fit's peak; the same numbers either way)
+SENSITIVITY_CHUNK_MB = 64.0
+
+
+def candidates_per_call(runs: Sequence[Run], chunk: int = SENSITIVITY_CHUNK, mb: float = SENSITIVITY_CHUNK_MB) -> int:
+    """At most ``chunk`` candidates per backend call, fewer where their (K, M) per-sample residuals on ``runs`` would
+    exceed ``mb`` [MB]; at least 1."""
+    M = sum(run.q.shape[0] * (2 * run.q.shape[1] + 3) for run in runs)
+    return int(max(1, min(chunk, mb * 1e6 // (8 * max(M, 1)))))
 
 
 def _chunk_residuals(objective: ReplayObjective, X: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
@@ -164,6 +176,7 @@ def _per_sample_residuals(objective: ReplayObjective, Xa: np.ndarray,
     ``chunk`` candidates at a time into one array per run (:func:`sensitivity` no longer holds them: it forms the
     Jacobian's columns as the chunks arrive)."""
     runs = objective.runs
+    chunk = candidates_per_call(runs, chunk)
     K = len(Xa)
     R = [np.empty((K, run.q.shape[0], 2 * run.q.shape[1] + 3)) for run in runs]
     div = np.zeros(K, dtype=bool)
@@ -186,6 +199,7 @@ def _streamed_jacobian(objective: ReplayObjective, Xa: np.ndarray, st: Stencil, 
     Returns (per run J, notes, divergence (K,), row -> per run (T, C) residuals of the ``keep`` rows and row 0).
     """
     runs = objective.runs
+    chunk = candidates_per_call(runs, chunk)
     K, p = len(Xa), len(st.index)
     Js = [np.empty((run.q.shape[0], 2 * run.q.shape[1] + 3, p)) for run in runs]
     div = np.zeros(K, dtype=bool)
