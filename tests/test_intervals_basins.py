@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from isaaclab_sysid.intervals.basins import BasinSearch, other_side, widen_for_basin
 from isaaclab_sysid.intervals.common import Interval, IntervalSet
@@ -81,6 +82,19 @@ def test_basin_search_runs_in_compute_all_on_a_sigmoid_fit():
     sl = space.slice("sigmoid_slope")
     assert np.all((x_alt[sl] == 0.8) == (np.clip(best.x[sl], 0, 1) < 0.5))
     rep = compute_all(be, res, runs, delay_max=0, omitted_groups=())
+    # compute_all releases the sensitivity's Jacobian before the restart (its last reader; issue 45's memory): the
+    # search is the same with and without the release, and the released Jacobian is not read again silently
+    from isaaclab_sysid.intervals.basins import search_basin
+    from isaaclab_sysid.intervals.curvature import sensitivity
+    from isaaclab_sysid.objective.replay_objective import ReplayObjective
+
+    obj = ReplayObjective(space, be, runs, LossWeights())
+    sens = sensitivity(obj, best.x, profile_delay=False)
+    kept = search_basin(obj, sens)
+    released = search_basin(obj, sens, release_jacobian=True)
+    assert sens.J is None and released == kept
+    with pytest.raises(TypeError):
+        sens.hessian()
     be.close()
     b = rep.structure["basins"]
     assert b["groups"] == ["sigmoid_slope", "sigmoid_offset"] and b["iterations"] >= 1

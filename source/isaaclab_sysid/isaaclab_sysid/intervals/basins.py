@@ -80,12 +80,20 @@ def other_side(x: np.ndarray, objective: ReplayObjective, groups: list[str]) -> 
     return y
 
 
-def search_basin(objective: ReplayObjective, sens: Sensitivity, level: float = 0.95, max_iter: int = 6) -> BasinSearch | None:
+def search_basin(objective: ReplayObjective, sens: Sensitivity, level: float = 0.95, max_iter: int = 6,
+                 release_jacobian: bool = False) -> BasinSearch | None:
     """The refinement restarted on the other side of the shape groups (module docstring); None when the fit has no
-    shape group or the restart did not replay finitely."""
+    shape group or the restart did not replay finitely. ``release_jacobian``: drop ``sens``'s Jacobian once its
+    scale is read, before the restart (for a caller that reads it no more: its stencils do not then sit beside it;
+    issue 45, the interval stage's peak on a long run)."""
     groups = shape_groups(objective)
     if not groups:
         return None
+    s2, kappa, _ = delay_scale(sens)
+    scale = s2 * max(kappa, integrated_autocorr_time(sens.r))  # the more cautious of the two correlation scales
+    ssr = sens.ssr
+    if release_jacobian:
+        sens.release_jacobian()
     start = other_side(sens.x0, objective, groups)
     ref = LMRefiner(objective, RefineSettings(max_iter=max_iter, delay_neighbours=0))
     state = ref.start(start, labels=["the other side of the law's shape"])
@@ -95,9 +103,7 @@ def search_basin(objective: ReplayObjective, sens: Sensitivity, level: float = 0
     t = state.best()
     if not np.isfinite(t.loss):
         return None
-    s2, kappa, _ = delay_scale(sens)
-    scale = s2 * max(kappa, integrated_autocorr_time(sens.r))  # the more cautious of the two correlation scales
-    stat = (float(t.loss) - sens.ssr) / scale if scale > 0 else (0.0 if t.loss <= sens.ssr else math.inf)
+    stat = (float(t.loss) - ssr) / scale if scale > 0 else (0.0 if t.loss <= ssr else math.inf)
     thr = chi2_1(level)
     values = dict(zip(objective.space.labels(), (float(v) for v in objective.space.decoded_vector(t.x))))
     verdict = ref.verdict(state, stage="basins")

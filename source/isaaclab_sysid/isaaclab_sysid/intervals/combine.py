@@ -490,7 +490,7 @@ def compute_all(
     timing["omitted"] = time.perf_counter() - t0
     if basins:  # a friction law's shape: its other basin (intervals/basins.py)
         t0 = time.perf_counter()
-        bs = search_basin(objective, sens, level)
+        bs = search_basin(objective, sens, level, release_jacobian=True)  # the last reader of sens.J
         if bs is not None:
             structure["basins"] = bs.to_json()
             flag_warns += widen_for_basin(sets, bs)

@@ -130,6 +130,13 @@ class Sensitivity:
             self.__dict__["_finite"] = cache
         return [J if ok else np.nan_to_num(J) for J, ok in zip(cache[1], cache[2])]
 
+    def release_jacobian(self) -> None:
+        """Drop the Jacobian and the caches that hold it (its hundreds of MB on a long run; issue 45): for a caller
+        whose last reader of it is done. A later read of ``J`` (:meth:`hessian`, :meth:`scores`, ...) raises."""
+        self.J = None
+        self.__dict__.pop("_hessian", None)
+        self.__dict__.pop("_finite", None)
+
     def gauss_newton_inverse(self) -> np.ndarray:
         """(p, p) (J^T J)^+ in decoded units (the rank tolerance of :func:`pinv_normalized`)."""
         return pinv_normalized(self.hessian(), self.space.widths()[self.cont]).Hinv
