@@ -126,7 +126,8 @@ class RefineSettings:
             Gauss-Newton forecast of its minimum (``separate_safety`` x the forecast gain below its loss), exceeds the
             best track's loss by more than chi^2_1(level) on the same scale ((L_opt - L_best) / (L_best / n_eff)):
             the data reject that delay, and its track would only spend stencils reaching a loss no test accepts
-            (None: off; tracks ran to ``rtol``, their budget or the 1.5x prune before).
+            (None: off; tracks ran to ``rtol``, their budget or the 1.5x prune before). A track between
+            finite-difference Jacobians is tested on its last one's optimistic loss (``RefineTrack.stencil_optimistic``).
         separate_safety: the factor on a track's forecast gain in that test (2: the forecast may be half the truth).
         tie_level: phase 2 keeps refining a delay track only while its optimistic loss (as for ``separate_level``)
             could still beat the best track's loss by more than chi^2_1(level) on the same scale; a track that could
