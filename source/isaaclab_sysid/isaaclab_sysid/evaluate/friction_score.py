@@ -53,6 +53,7 @@ from isaaclab_sysid.intervals.curvature import (SENSITIVITY_CHUNK, IntervalError
                                                 candidates_per_call, central_stencil, hac_bandwidth, run_meats,
                                                 sensitivity)
 from isaaclab_sysid.objective.jacobian import Stencil
+from isaaclab_sysid.objective.residuals import stacked_size
 from isaaclab_sysid.sim.shooting import backend_windows
 from isaaclab_sysid.intervals.process_noise import estimate_process_noise, replicate_residuals
 from isaaclab_sysid.sim.friction import law_of_groups
@@ -136,8 +137,7 @@ def dense_sensitivity_mb(space: ParamSpace, x0: np.ndarray, runs: Sequence[Run],
     Jacobian and its stacked copy (:func:`predicted_gain`), (K + 2p) x M float64 (M = samples x channels over the
     runs), held at once."""
     st = central_stencil(space, x0, step)[2]
-    M = sum(r.q.shape[0] * (2 * r.q.shape[1] + 3) for r in runs)
-    return (len(st.X) + 2 * len(st.index)) * M * 8 / 1e6
+    return (len(st.X) + 2 * len(st.index)) * stacked_size(runs) * 8 / 1e6
 
 
 def streamed_sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3,

@@ -52,7 +52,7 @@ from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.objective.jacobian import Stencil, stencil
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.objective.param_space import ParamSpace
-from isaaclab_sysid.objective.residuals import weighted_residuals
+from isaaclab_sysid.objective.residuals import stacked_size, weighted_residuals
 from isaaclab_sysid.sim.shooting import backend_windows
 from isaaclab_sysid.intervals.common import Interval, IntervalSet, chi2_1, gaussian_intervals, order_intervals
 from isaaclab_sysid.utils.errors import UserError
@@ -158,8 +158,7 @@ SENSITIVITY_CHUNK_MB = 64.0
 def candidates_per_call(runs: Sequence[Run], chunk: int = SENSITIVITY_CHUNK, mb: float = SENSITIVITY_CHUNK_MB) -> int:
     """At most ``chunk`` candidates per backend call, fewer where their (K, M) per-sample residuals on ``runs`` would
     exceed ``mb`` [MB]; at least 1."""
-    M = sum(run.q.shape[0] * (2 * run.q.shape[1] + 3) for run in runs)
-    return int(max(1, min(chunk, mb * 1e6 // (8 * max(M, 1)))))
+    return int(max(1, min(chunk, mb * 1e6 // (8 * max(stacked_size(runs), 1)))))
 
 
 def _chunk_residuals(objective: ReplayObjective, X: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:

@@ -21,7 +21,7 @@ import numpy as np
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.objective.jacobian import Stencil
 from isaaclab_sysid.objective.loss import LossWeights, run_weights
-from isaaclab_sysid.objective.residuals import channel_terms
+from isaaclab_sysid.objective.residuals import channel_terms, stacked_size
 from isaaclab_sysid.sim.interface import RunRollout
 
 #: samples per accumulation window (a window's block is P x WINDOW x (2N + 3) floats: 1.3 MB for a 22-candidate
@@ -68,8 +68,7 @@ def stencil_normal_equations(rollouts: Sequence[RunRollout], runs: Sequence[Run]
     h = st.h[:, None]
     A = np.zeros((p, p))
     g = np.zeros(p)
-    M = sum(run.q.shape[0] * (2 * run.q.shape[1] + 3) for run in runs)
-    r = np.empty(M)
+    r = np.empty(stacked_size(runs))
     off = 0
     for ro, run, w in zip(rollouts, runs, tw):
         T, N = run.q.shape

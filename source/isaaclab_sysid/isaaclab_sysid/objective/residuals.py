@@ -84,6 +84,12 @@ def weighted_residuals(
     return [run_residuals(ro, run, weights, float(w)) for ro, run, w in zip(rollouts, runs, tw)]
 
 
+def stacked_size(runs: Sequence[Run]) -> int:
+    """M, the length of the stacked residual vector of ``runs``: per run T samples x (2N + 3) channels (q, qd, EE
+    position)."""
+    return sum(run.q.shape[0] * (2 * run.q.shape[1] + 3) for run in runs)
+
+
 def stacked_weighted_residuals(
     rollouts: Sequence[RunRollout],
     runs: Sequence[Run],
@@ -97,8 +103,7 @@ def stacked_weighted_residuals(
         raise ValueError(f"{len(rollouts)} rollouts for {len(runs)} runs")
     tw = run_weights(traj_weights, len(runs))
     P = rollouts[0].q.shape[0] if rollouts else 0
-    M = sum(run.q.shape[0] * (2 * run.q.shape[1] + 3) for run in runs)
-    R = np.empty((P, M))
+    R = np.empty((P, stacked_size(runs)))
     off = 0
     for ro, run, w in zip(rollouts, runs, tw):
         T, N = run.q.shape
