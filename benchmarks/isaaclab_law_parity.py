@@ -1,22 +1,25 @@
 #!/usr/bin/env python
 """Issue 46 item 4: each friction law, exported to Isaac Lab, replays a twin's held-out run as the fit does.
 
-For each law (Stribeck with a fitted shape exponent and the fit's --stribeck_velocity, the Gaz sigmoid, Dahl, BAM's
+For each controller (joint PD; task impedance, whose law the task computes and sends as efforts to the exported
+actuator) and each law (Stribeck with a fitted shape exponent and the fit's --stribeck_velocity, the Gaz sigmoid, Dahl, BAM's
 load-dependent law, and Coulomb for reference): the Franka twin of that law (benchmarks/friction_laws.py: its truth, 1 kHz logs with noise)
-records a joint-PD fit run and a held-out run; a fit folder holds the twin's numbers as its fitted values; the user's
+records a fit run and a held-out run under that controller; a fit folder holds the twin's numbers as its fitted values; the user's
 export path writes the Isaac Lab module (intervals, ``export/build.export``, Newton, 1 ms physics step); the written
 module is loaded and its actuator replays the held-out run in a kit-less Isaac Lab environment on CPU Newton
 (``export/parity.py``), against the fit's own replay of the same values (the native MuJoCo loop). Reported: the q RMS
 and max of that difference, and how far Coulomb friction in the law's place moves the fit's replay (the law is no
 no-op at the bar). The issue's bar is 0.01 mrad RMS.
 
-    python benchmarks/isaaclab_law_parity.py                 # 4 s held-out runs
+    python benchmarks/isaaclab_law_parity.py                 # 4 s held-out runs, both controllers
     python benchmarks/isaaclab_law_parity.py --heldout_s 1.5 # the CI size (tests/test_isaaclab_law_parity.py)
+    python benchmarks/isaaclab_law_parity.py --controllers task_impedance
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import time
@@ -38,10 +41,14 @@ from isaaclab_sysid.fit.run_folder import RunFolder  # noqa: E402
 from isaaclab_sysid.robots import load_robot  # noqa: E402
 from isaaclab_sysid.sim.interface import CandidateBatch  # noqa: E402
 from isaaclab_sysid.sim.mujoco_backend import MujocoBackend  # noqa: E402
-from isaaclab_sysid.twin.demo import joint_target  # noqa: E402
+from isaaclab_sysid.twin.demo import joint_target, task_target  # noqa: E402
 from isaaclab_sysid.twin.recorder import record_twin  # noqa: E402
 
 LAWS = ("stribeck", "sigmoid", "dahl", "load", "coulomb")
+CONTROLLERS = ("joint_pd", "task_impedance")
+#: ``--limits``: a real controller's clamp [N m] and slew limit [N m/s], tight enough that the twin's runs reach both
+#: (the fit replays with them: the export must carry them)
+LIMITS = ((3.0, 3.0, 3.0, 3.0, 1.0, 1.0, 1.0), (100.0,))
 #: the issue's bar [rad]
 Q_RMS_BAR = 1e-5
 
@@ -58,20 +65,39 @@ def fit_values(law: str) -> tuple[dict[str, np.ndarray | int], float]:
     return values, vs
 
 
-def fit_folder(root: Path, law: str, fit_s: float, heldout_s: float) -> Path:
-    """A fit folder of ``law`` as the fit writes it: the twin's joint-PD runs, its numbers as the fitted values."""
+def target(robot, controller: str, seconds: float, seed: int, name: str):
+    """A 50 Hz target run of ``controller``: the demo's joint multisine, or its multiband pose excitation at the
+    held-out run's task gains (500 N/m, 30 N m/rad)."""
+    if controller == "joint_pd":
+        return joint_target(robot, seconds, seed, name)
+    if controller == "task_impedance":
+        return task_target(robot, "multiband", seconds, 500.0, 30.0, seed, name)
+    raise ValueError(f"controller {controller!r}: one of {', '.join(CONTROLLERS)}")
+
+
+def fit_folder(root: Path, law: str, fit_s: float, heldout_s: float, controller: str = "joint_pd",
+               limits: bool = False) -> Path:
+    """A fit folder of ``law`` as the fit writes it: the twin's runs under ``controller``, its numbers as the fitted
+    values; ``limits``: the twin's controller clamps and slews at :data:`LIMITS`, and the fit replays so
+    (``--torque_limit``, ``--torque_rate_limit``)."""
     robot = load_robot("franka_panda")
     tp = friction_laws.twin(law)
-    runs = [record_twin(robot, joint_target(robot, fit_s, 1, "joint_fit"), tp, seed=1)]
-    held = [record_twin(robot, joint_target(robot, heldout_s, 7, "joint_heldout"), tp, seed=3)]
+    if limits:
+        robot = robot.with_real_controller(torque_limit=LIMITS[0], torque_rate_limit=LIMITS[1])
+        tp = dataclasses.replace(tp, torque_clamp=True, slew_limit=True)
+    runs = [record_twin(robot, target(robot, controller, fit_s, 1, f"{controller}_fit"), tp, seed=1)]
+    held = [record_twin(robot, target(robot, controller, heldout_s, 7, f"{controller}_heldout"), tp, seed=3)]
     values, vs = fit_values(law)
-    d = root / f"fit_{law}"
+    d = root / f"fit_{law}_{controller}{'_limits' if limits else ''}"
     (d / "runs").mkdir(parents=True)
     args = FitArgs()
     args.replay.robot = "franka_panda"
     args.params.fit_groups = ",".join(g for g in values)
     args.params.stribeck_velocity = vs
     args.runs.state_age_ms = 0  # the twin's 50 Hz rows hold fresh states
+    if limits:
+        args.replay.torque_limit, args.replay.torque_rate_limit = LIMITS
+        args.replay.torque_clamp = args.replay.slew_limit = True
     for r in runs:
         args.runs.real_csv.append(str(write_run(r, d / "runs" / f"{r.name}.csv")[0]))
     for r in held:
@@ -85,11 +111,14 @@ def fit_folder(root: Path, law: str, fit_s: float, heldout_s: float) -> Path:
     return d
 
 
-def exported(root: Path, law: str, fit_s: float = 1.0, heldout_s: float = 1.5) -> tuple[FitContext, Path]:
-    """The fit folder of ``law`` exported the user's way (Newton, 1 ms): its context and the module's path."""
-    ctx = FitContext.load(fit_folder(root, law, fit_s, heldout_s))
+def exported(root: Path, law: str, fit_s: float = 1.0, heldout_s: float = 1.5,
+             controller: str = "joint_pd", limits: bool = False) -> tuple[FitContext, Path]:
+    """The fit folder of ``law`` under ``controller`` (``limits``: :func:`fit_folder`'s) exported the user's way
+    (Newton, 1 ms): its context and the module's path."""
+    d = fit_folder(root, law, fit_s, heldout_s, controller, limits)
+    ctx = FitContext.load(d)
     rep = intervals_for(ctx, log=lambda _s: None, omitted=False, basins=False)
-    paths, _warns = export(ctx, root / f"export_{law}", rep, RangePolicy(), physics="newton")
+    paths, _warns = export(ctx, root / f"export_{d.name[4:]}", rep, RangePolicy(), physics="newton")
     return ctx, paths["module"]
 
 
@@ -106,6 +135,21 @@ def coulomb_effect(ctx: FitContext, runs, ref: list[np.ndarray]) -> float:
     finally:
         mj.close()
     return float(np.sqrt(np.mean((q - ref[0]) ** 2)))
+
+
+def limits_effect(ctx: FitContext, runs, ref: list[np.ndarray]) -> dict[str, float]:
+    """RMS [rad] between the fit's replay and the same replay without its torque clamp (``no_clamp``) and without its
+    slew limit (``no_slew``): how much each limit the export must carry moves q on this run."""
+    from isaaclab_sysid.export.mjcf import fit_rollouts
+
+    problem = ctx.problem()
+    opts = problem.backend.options
+    out = {}
+    for key, o in (("no_clamp", dataclasses.replace(opts, torque_clamp=False)),
+                   ("no_slew", dataclasses.replace(opts, slew_limit=False))):
+        q = fit_rollouts(problem.robot, ctx.result, list(runs), o)[0][0]
+        out[key] = float(np.sqrt(np.mean((q - ref[0]) ** 2)))
+    return out
 
 
 def without_coriolis(mod, robot, runs, options, ref: list[np.ndarray]) -> float:
@@ -130,22 +174,25 @@ def without_coriolis(mod, robot, runs, options, ref: list[np.ndarray]) -> float:
     return row.rms
 
 
-def measure(law: str, heldout_s: float, root: Path) -> dict:
-    """The parity of one law: the exported actuator's replay of the held-out run against the fit's."""
+def measure(law: str, heldout_s: float, root: Path, controller: str = "joint_pd", limits: bool = False) -> dict:
+    """The parity of one law under ``controller`` (``limits``: the real controller's clamp and slew limit, :data:`LIMITS`):
+    the exported actuator's replay of the held-out run against the fit's."""
     from isaaclab_sysid.export.check import load_export_module
     from isaaclab_sysid.export.mjcf import fit_rollouts
     from isaaclab_sysid.export.parity import parity
 
-    ctx, module = exported(root, law, heldout_s=heldout_s)
+    ctx, module = exported(root, law, heldout_s=heldout_s, controller=controller, limits=limits)
     problem = ctx.problem()
     runs, options = list(problem.heldout), problem.backend.options
     ref = [q for q, _ in fit_rollouts(problem.robot, ctx.result, runs, options)]
     t0 = time.perf_counter()
     mod = load_export_module(module)
     (row,) = parity(mod, problem.robot, runs, options, ref)
-    out = {"law": law, "samples": len(ref[0]), "q_rms_urad": row.rms * 1e6, "q_max_urad": row.q_max * 1e6,
+    out = {"law": law, "controller": controller + (" + limits" if limits else ""), "samples": len(ref[0]), "q_rms_urad": row.rms * 1e6, "q_max_urad": row.q_max * 1e6,
            "q_rms_per_joint_urad": np.round(row.q_rms * 1e6, 3).tolist(), "wall_s": time.perf_counter() - t0,
            "coulomb_instead_urad": coulomb_effect(ctx, runs, ref) * 1e6}
+    if limits:
+        out.update({f"{k}_urad": v * 1e6 for k, v in limits_effect(ctx, runs, ref).items()})
     if law == "load":
         out["no_coriolis_urad"] = without_coriolis(mod, problem.robot, runs, options, ref) * 1e6
     return out
@@ -155,22 +202,33 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heldout_s", type=float, default=4.0, help="held-out run length [s]")
     ap.add_argument("--laws", default=",".join(LAWS), help="comma-separated laws")
+    ap.add_argument("--controllers", default=",".join(CONTROLLERS), help="comma-separated controllers of the runs "
+                    "(joint_pd: the actuator's PD; task_impedance: the task's law sent as efforts)")
+    ap.add_argument("--limits", action="store_true", help="the twins' controller clamps and slews at LIMITS (tight: "
+                    "the runs reach both) and the fit replays so; reported too: how far each limit moves the fit's replay")
     a = ap.parse_args()
+    bad_ctl = [c for c in a.controllers.split(",") if c not in CONTROLLERS]
+    if bad_ctl:
+        ap.error(f"--controllers: {', '.join(bad_ctl)} is not one of {', '.join(CONTROLLERS)}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for law in a.laws.split(","):
-            rows.append(measure(law, a.heldout_s, Path(tmp)))
-            print(rows[-1], flush=True)
-    print(f"\n| law | held-out samples (50 Hz, {a.heldout_s:g} s) | q RMS [urad] | q max [urad] | Coulomb in its place "
-          "[urad RMS] | replay wall [s] |\n|---|---|---|---|---|---|")
+        for controller in a.controllers.split(","):
+            for law in a.laws.split(","):
+                rows.append(measure(law, a.heldout_s, Path(tmp), controller, a.limits))
+                print(rows[-1], flush=True)
+    print(f"\n| controller | law | held-out samples (50 Hz, {a.heldout_s:g} s) | q RMS [urad] | q max [urad] | Coulomb "
+          "in its place [urad RMS] | replay wall [s] |\n|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['law']} | {r['samples']} | {r['q_rms_urad']:.3f} | {r['q_max_urad']:.2f} | "
+        print(f"| {r['controller']} | {r['law']} | {r['samples']} | {r['q_rms_urad']:.3f} | {r['q_max_urad']:.2f} | "
               f"{r['coulomb_instead_urad']:.0f} | {r['wall_s']:.1f} |")
     for r in rows:
+        if "no_clamp_urad" in r:
+            print(f"{r['controller']} {r['law']}: the fit's replay without its clamp moves q {r['no_clamp_urad']:.0f} urad "
+                  f"RMS, without its slew limit {r['no_slew_urad']:.0f} urad RMS")
         if "no_coriolis_urad" in r:
-            print(f"load law without its Coriolis term (g(q) only) against the fit's replay: "
+            print(f"{r['controller']}: load law without its Coriolis term (g(q) only) against the fit's replay: "
                   f"{r['no_coriolis_urad']:.3f} urad RMS")
-    bad = [r["law"] for r in rows if not r["q_rms_urad"] < Q_RMS_BAR * 1e6]
+    bad = [f"{r['controller']} {r['law']}" for r in rows if not r["q_rms_urad"] < Q_RMS_BAR * 1e6]
     print("every law within 0.01 mrad RMS" if not bad else f"over the bar: {', '.join(bad)}")
     return 1 if bad else 0
 

@@ -249,3 +249,24 @@ def test_friction_law_literals_terms_and_refusals():
         generate_module(load, physics="physx")
     with pytest.raises(ValueError, match="needs the fitted 'friction' group"):
         generate_module(_law_record({"presliding_stiffness": [100.0, 200.0]}, {}))
+
+
+def test_the_real_controllers_clamp_and_slew_limit_reach_the_module():
+    """What the fit's replay applied reaches the module, without Isaac Lab: the clamp as ``actuator_effort_limit``,
+    the slew limit as ``TORQUE_RATE_LIMIT`` (a joint without one: None, inf); none of them when the fit applied none;
+    a rate that is not one positive number per joint, or a rate on a servo fit (its replay slews nothing), refused."""
+    from isaaclab_sysid.export.isaaclab_module import generate_module
+
+    rec = _law_record({"friction": [0.3, 0.4]}, {})
+    lit = _literals(generate_module(rec, viscous="independent", effort_limit=[87.0, 12.0],
+                                    torque_rate_limit=[1000.0, float("inf")])[0])
+    assert lit["ACTUATOR_VALUES"]["actuator_effort_limit"] == {"j1": 87.0, "j2": 12.0}
+    assert lit["TORQUE_RATE_LIMIT"] == {"j1": 1000.0, "j2": None}
+    lit = _literals(generate_module(rec, viscous="independent")[0])
+    assert lit["TORQUE_RATE_LIMIT"] == {} and "actuator_effort_limit" not in lit["ACTUATOR_VALUES"]
+    assert _literals(generate_module(rec, torque_rate_limit=[float("inf")] * 2)[0])["TORQUE_RATE_LIMIT"] == {}
+    with pytest.raises(ValueError, match="expected 2 positive rates"):
+        generate_module(rec, torque_rate_limit=[1000.0, 0.0])
+    servo = _law_record({"friction": [0.3, 0.4], "kp": [10.0, 12.0]}, {})
+    with pytest.raises(ValueError, match="a servo's replay applies no slew limit"):
+        generate_module(servo, torque_rate_limit=[1000.0, 1000.0])

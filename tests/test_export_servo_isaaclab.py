@@ -71,14 +71,18 @@ def test_servo_module_has_the_fitted_gains_effort_limit_and_delay(exported):
 
 
 def test_a_torque_controlled_fit_keeps_zero_gains_and_no_gain_terms():
-    """The Franka path is unchanged: no kp/kd groups -> no stiffness/damping values, no gain terms."""
+    """The Franka path: no kp/kd groups -> no stiffness/damping values, no gain terms; the effort limit only where the
+    fit clamped (given: the real controller's clamp)."""
     from isaaclab_sysid.export.isaaclab_module import actuator_values, is_servo
     from isaaclab_sysid.export.record import DrRecord
 
     rec = DrRecord(joint_names=["a", "b"], fitted={"armature": [0.1, 0.2], "friction": [0.3, 0.4]},
                    labels_per_joint={}, intervals={}, ranges={}, delay=None)
-    act, _ = actuator_values(rec, "newton", effort_limit=[87.0, 87.0])
+    act, _ = actuator_values(rec, "newton")
     assert not is_servo(rec) and set(act) == {"armature", "friction", "dynamic_friction"}
+    act, _ = actuator_values(rec, "newton", effort_limit=[87.0, 12.0])
+    assert set(act) == {"armature", "friction", "dynamic_friction", "actuator_effort_limit"}
+    assert act["actuator_effort_limit"] == {"a": 87.0, "b": 12.0}
 
 
 _BUILD = textwrap.dedent(
@@ -119,13 +123,14 @@ def test_generated_servo_module_builds_isaaclab_configs(exported, tmp_path):
 
 def test_servo_effort_limit_follows_the_fits_torque_limit_flag(exported):
     """--torque_limit of the fit (the real controller's) is the effort limit, as the fit's replay clamps to it."""
-    from isaaclab_sysid.export.build import servo_effort_limit
+    from isaaclab_sysid.export.build import fit_torque_limits
 
     paths, _, robot = exported
     ctx = FitContext.load(paths["module"].parent.parent / "fit_so101")
-    assert servo_effort_limit(ctx) == pytest.approx(list(robot.tau_max))
+    assert fit_torque_limits(ctx) == (pytest.approx(list(robot.tau_max)), None)
     ctx.record.replay.torque_limit = (1.5,)
-    assert servo_effort_limit(ctx) == pytest.approx([1.5] * 6)
+    ctx.record.replay.slew_limit = True  # a servo's replay slews nothing: no rate limit is written
+    assert fit_torque_limits(ctx) == (pytest.approx([1.5] * 6), None)
     assert np.all(np.isfinite(robot.tau_max))
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from isaaclab_sysid.data import RunFormatError, read_run
 from isaaclab_sysid.export.isaaclab_module import generate_module
 from isaaclab_sysid.export.masses import mass_intervals
@@ -281,12 +283,13 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
     except ExportError as exc:
         warns.append(f"the record does not say what the arm carries ({exc})")
     try:
-        effort = servo_effort_limit(ctx)
+        effort, rate = fit_torque_limits(ctx)
     except ExportError as exc:  # no config.json to name the arm: the module keeps the asset's own effort limits
-        effort = None
-        warns.append(f"servo: no actuator_effort_limit written ({exc})")
+        effort = rate = None
+        warns.append(f"the fit's torque clamp and slew limit are not written ({exc})")
     src, w2 = generate_module(record, asset_name, viscous, physics_dt, physics, effort, families,
-                              stribeck_velocity=None if ctx.record is None else ctx.record.params.stribeck_velocity)
+                              stribeck_velocity=None if ctx.record is None else ctx.record.params.stribeck_velocity,
+                              torque_rate_limit=rate)
     warns += w2
     record.meta["warnings"] = warns
     record.meta["isaaclab"] = {"asset_name": asset_name, "viscous": viscous, "physics_dt": physics_dt, "physics": physics}
@@ -315,17 +318,29 @@ def fit_robot(ctx: FitContext) -> Robot:
         raise ExportError(f"{ctx.fit_dir}/config.json: cannot rebuild the fit's robot: {exc}") from None
 
 
-def servo_effort_limit(ctx: FitContext) -> list[float] | None:
-    """(N,) the servo's torque limits [N m] for a fit of position servos (``kp``/``kd`` fitted): the fit's arm's
-    (its config, or ``--torque_limit``), as the fit's replay clamps; None for any other fit."""
-    if not ({"kp", "kd"} & set(ctx.space.group_names)):
-        return None
+def fit_torque_limits(ctx: FitContext) -> tuple[list[float] | None, list[float] | None]:
+    """(N,) the torque clamp [N m] and (N,) the slew limit [N m/s] the fit's replay applied, each None where it applied
+    none: a position servo's fit (``kp``/``kd`` fitted) clamps at its arm's torque limits and slews nothing; a servo
+    motor model's fit has its own windows (neither); any other fit as its ``--torque_clamp``/``--torque_limit`` and
+    ``--slew_limit``/``--torque_rate_limit`` said (the arm's config, or those flags' values)."""
+    groups = set(ctx.space.group_names)
+    if "motor_kt" in groups:
+        return None, None
+    servo = bool({"kp", "kd"} & groups)
+    rep = ctx.record.replay if ctx.record is not None else None
+    clamp = servo or bool(rep is not None and rep.torque_clamp)
+    slew = not servo and bool(rep is not None and rep.slew_limit)
+    if not (clamp or slew):
+        return None, None
     if ctx._problem is not None:
-        return [float(v) for v in ctx._problem.robot.tau_max]
-    robot = fit_robot(ctx)
-    if ctx.record is not None and ctx.record.replay.torque_limit:
-        robot = robot.with_real_controller(torque_limit=ctx.record.replay.torque_limit)
-    return [float(v) for v in robot.tau_max]
+        robot = ctx._problem.robot
+    else:
+        robot = fit_robot(ctx)
+        if rep is not None and (rep.torque_limit or rep.torque_rate_limit):
+            robot = robot.with_real_controller(torque_limit=rep.torque_limit, torque_rate_limit=rep.torque_rate_limit)
+    rate = robot.config.torque_rate_limit if slew else None
+    return ([float(v) for v in robot.tau_max] if clamp else None,
+            None if rate is None else [float(v) for v in np.broadcast_to(np.asarray(rate, dtype=float), (robot.n_dof,))])
 
 
 def export_servo_part(ctx: FitContext, rep: IntervalReport | None, path: str | Path, joint: str | None = None):

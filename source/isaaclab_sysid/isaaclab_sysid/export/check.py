@@ -252,7 +252,7 @@ def _env_cfg(mod: ModuleType, robot: Robot, num_envs: int, decimation: int, sim_
                                                params={"asset_cfg": SceneEntityCfg(mod.ASSET_NAME)})
     return ManagerBasedEnvCfg(
         sim=SimulationCfg(dt=sim_dt, device=device, gravity=(0.0, 0.0, 0.0), physics=physics_cfg("newton"),
-                          use_newton_actuators=module_law(mod) == "coulomb"),
+                          use_newton_actuators=not module_needs_lab_actuators(mod)),
         scene=scene, decimation=decimation, observations={"policy": obs}, actions=ActionsCfg(), events=events, seed=seed,
     )
 
@@ -260,6 +260,13 @@ def _env_cfg(mod: ModuleType, robot: Robot, num_envs: int, decimation: int, sim_
 def module_law(mod: ModuleType) -> str:
     """The friction law an exported module applies (``FRICTION_LAW``; an export from before it existed: Coulomb)."""
     return str(getattr(mod, "FRICTION_LAW", {"name": "coulomb"})["name"])
+
+
+def module_needs_lab_actuators(mod: ModuleType) -> bool:
+    """Whether an exported module's actuator runs on Isaac Lab's actuator path, not Newton's native actuators (a law
+    beyond Coulomb or a slew limit: the module's ``needs_lab_actuators``; an export from before it: its law)."""
+    f = getattr(mod, "needs_lab_actuators", None)
+    return bool(f()) if f is not None else module_law(mod) != "coulomb"
 
 
 def _rest_at_target(env, env_ids, asset_cfg) -> None:
@@ -371,11 +378,14 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
         gain_nominal = _read_gains(art, ids) if servo else None
         gain_draws = {g: [] for g in SERVO_GAINS}
         probe = PROBE_EFFORT
-        if servo and "actuator_effort_limit" in mod.ACTUATOR_VALUES:
-            probe = min(PROBE_EFFORT, 0.5 * min(float(v) for v in mod.ACTUATOR_VALUES["actuator_effort_limit"].values()))
+        if "actuator_effort_limit" in mod.ACTUATOR_VALUES:  # the probe passes the clamp
+            probe = min(probe, 0.5 * min(float(v) for v in mod.ACTUATOR_VALUES["actuator_effort_limit"].values()))
+        rates = [float(v) for v in getattr(mod, "TORQUE_RATE_LIMIT", {}).values() if v is not None]
+        if rates:  # and reaches its level in one physics step from zero under the slew limit
+            probe = min(probe, 0.5 * min(rates) * dt)
         lo_d, hi_d = tuple(int(v) for v in mod.DELAY_RANGE_STEPS)
         law = module_law(mod)
-        act = art.actuators["sysid_arm"] if law != "coulomb" else None
+        act = art.actuators["sysid_arm"] if module_needs_lab_actuators(mod) else None
         law_nominal = {f: v.cpu().numpy().copy() for f, v in act.law_params.items()} if act is not None else {}
         law_draws = {f: [] for f in law_nominal}
         draws = {g: [] for g in GROUPS}

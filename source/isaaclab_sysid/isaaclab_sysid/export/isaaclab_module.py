@@ -20,6 +20,11 @@ module works out the numbers of its data block. It defines:
   A position servo's fit (groups ``kp``, ``kd``: the SO-101) sets the gains to the fitted kp, kd
   (``ACTUATOR_VALUES["stiffness"]``, ``["damping"]``: ``DelayedPDActuator`` delays the position
   target, as the servo's bus does) and ``actuator_effort_limit`` to the servo's torque limit;
+* the real controller's limits as the fit's replay applied them: a fit that clamped the commanded torque
+  (``--torque_clamp``/``--torque_limit``) sets ``actuator_effort_limit`` to that clamp; a fit with a slew limit
+  (``--slew_limit``/``--torque_rate_limit``) writes ``TORQUE_RATE_LIMIT`` [N m/s], and ``make_actuator_cfg``
+  returns ``SysidFrictionActuatorCfg`` (whose ``SysidFrictionActuator`` limits the effort's change per physics step
+  before the clip; Isaac Lab's actuator path, ``needs_lab_actuators()``), the Coulomb law included;
 * a fit with a friction law beyond Coulomb (``FRICTION_LAW``: Stribeck with its shape exponent, the
   Gaz sigmoid, Dahl, BAM's load-dependent law; docs/friction.md): ``make_actuator_cfg`` returns the module's
   ``SysidFrictionActuatorCfg`` instead (the same PD, delay and limits; Isaac Lab's actuator
@@ -249,15 +254,16 @@ def delay_steps(delay: DelayRow | None, physics_dt: float) -> tuple[int, int, in
 def actuator_values(record: DrRecord, physics: str = "newton",
                     effort_limit: Sequence[float] | None = None) -> tuple[dict[str, dict[str, float]], list[str]]:
     """Per-joint ``DelayedPDActuatorCfg`` fields (``armature``, ``friction``, ``dynamic_friction``,
-    ``viscous_friction``, and for a position servo ``stiffness``, ``damping``, ``actuator_effort_limit``:
+    ``viscous_friction``, for a position servo ``stiffness``, ``damping``, and ``actuator_effort_limit``:
     joint -> value, SI units) of the record's fitted values, and warnings.
 
     ``friction`` is the joint's native Coulomb effort [N m] (``dynamic_friction`` the same level): the fitted
     ``friction`` (Coulomb law); the break-away ``mu_static`` under the Stribeck law, which the actuator overwrites with
     its budget every physics step; 0 under the sigmoid and Dahl laws (the actuator's torque is the whole dry friction).
     A servo fit (groups ``kp``, ``kd``): ``stiffness`` = kp [N m/rad], ``damping`` = kd [N m s/rad] of
-    the explicit PD (``DelayedPDActuator`` delays the position target, as the servo's bus does), and
-    ``actuator_effort_limit`` = ``effort_limit`` [N m] (the servo's torque limit) when given.
+    the explicit PD (``DelayedPDActuator`` delays the position target, as the servo's bus does).
+    ``actuator_effort_limit`` = ``effort_limit`` [N m] when given: the torque clamp of the fit's replay (a servo's
+    torque limit, or the real controller's clamp).
 
     Raises:
         ValueError: unknown ``physics``, or a law the actuator does not apply (:func:`record_law`).
@@ -287,7 +293,7 @@ def actuator_values(record: DrRecord, physics: str = "newton",
         act["stiffness"] = per(fitted["kp"])
     if "kd" in fitted:
         act["damping"] = per(fitted["kd"])
-    if is_servo(record) and effort_limit is not None:
+    if effort_limit is not None:
         lim = [float(v) for v in effort_limit]
         if len(lim) != len(joints) or not all(v > 0 for v in lim):
             raise ValueError(f"effort_limit: expected {len(joints)} positive torques [N m], got {lim}")
@@ -349,7 +355,8 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
                     physics_dt: float = TICK_S, physics: str = "newton",
                     effort_limit: Sequence[float] | None = None,
                     servo_families: Sequence | None = None,
-                    stribeck_velocity: float | None = None) -> tuple[str, list[str]]:
+                    stribeck_velocity: float | None = None,
+                    torque_rate_limit: Sequence[float] | None = None) -> tuple[str, list[str]]:
     """The module's source text and warnings.
 
     Args:
@@ -360,7 +367,9 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
         physics_dt: the Isaac Lab task's physics step ``sim.dt`` [s]; every delay (1 ms ticks) must be a
             whole number of these steps.
         physics: ``newton`` or ``physx`` (how the friction torque is written; see module docstring).
-        effort_limit: (N,) the arm's torque limits [N m]: a servo fit's ``actuator_effort_limit``.
+        effort_limit: (N,) the torque clamp of the fit's replay [N m] (``actuator_effort_limit``), or None (the fit
+            did not clamp: the asset's own limits stay).
+        torque_rate_limit: (N,) the slew limit of the fit's replay [N m/s] (``TORQUE_RATE_LIMIT``), or None.
         servo_families: (N,) the ``ServoFamily`` of each joint: a servo motor model's fit needs them.
         stribeck_velocity: the fit's ``--stribeck_velocity`` [rad/s]: a Stribeck fit without the group needs it.
 
@@ -407,8 +416,29 @@ def generate_module(record: DrRecord, asset_name: str = "robot", viscous: str = 
     if outside:
         warns.append(f"viscous={viscous}: {len(outside)} randomized number(s) are drawn outside their exported range "
                      f"({', '.join(outside[:4])}{', ...' if len(outside) > 4 else ''}); --viscous independent keeps each inside")
+    rate = rate_limit_literal(record, torque_rate_limit)
     return _module_source(record, asset_name, physics_dt, physics, act, delay, terms, sampled, viscous, servo_motor,
-                          law), warns
+                          law, rate), warns
+
+
+def rate_limit_literal(record: DrRecord, torque_rate_limit: Sequence[float] | None) -> dict[str, float]:
+    """``TORQUE_RATE_LIMIT``: joint -> the fit's slew limit [N m/s] (inf, written None: that joint unlimited); ``{}``
+    without one.
+
+    Raises:
+        ValueError: not one positive rate per joint, or a rate on a servo fit (its replay applies none).
+    """
+    if torque_rate_limit is None:
+        return {}
+    joints = list(record.joint_names)
+    rate = [float(v) for v in torque_rate_limit]
+    if len(rate) != len(joints) or not all(v > 0 for v in rate):
+        raise ValueError(f"torque_rate_limit: expected {len(joints)} positive rates [N m/s], got {rate}")
+    if is_servo(record) or "motor_kt" in record.fitted:
+        raise ValueError("torque_rate_limit: a servo's replay applies no slew limit")
+    if not any(math.isfinite(v) for v in rate):
+        return {}
+    return dict(zip(joints, rate))  # an unlimited joint's inf is written as None
 
 
 def _without_groups(record: DrRecord, groups: Sequence[str]) -> DrRecord:
@@ -547,7 +577,8 @@ def _mass_terms(record: DrRecord) -> tuple[list[Term], Sampled]:
 
 def _module_source(record: DrRecord, asset_name: str, physics_dt: float, physics: str, act: dict,
                    delay: tuple[int, int, int], terms: list[Term], sampled: Sampled, viscous: str,
-                   servo_motor: dict | None = None, friction_law: dict | None = None) -> str:
+                   servo_motor: dict | None = None, friction_law: dict | None = None,
+                   rate_limit: dict | None = None) -> str:
     """The generated module's text: the template's code with the fit's numbers as its data block."""
     delay_fit, delay_lo, delay_hi = delay
     doc = (f"Source: {record.source}\nCreated: {datetime.now().isoformat(timespec='seconds')}\n"
@@ -579,6 +610,10 @@ def _module_source(record: DrRecord, asset_name: str, physics_dt: float, physics
         Literal("FRICTION_LAW", friction_law or {"name": "coulomb"},
                 "the fitted friction law: {\"name\": law} and, beyond Coulomb, {\"params\": SysidFrictionActuatorCfg field -> joint ->\n"
                 "value} (units in SysidFrictionActuatorCfg)"),
+        Literal("TORQUE_RATE_LIMIT", rate_limit or {},
+                "the fit's torque slew limit [N m/s] per joint (joint -> value, None: none on that joint; the real controller's rate\n"
+                "limit, which the fit's replay applied to the commanded torque after its delay and before its clamp); empty when the\n"
+                "fit used none"),
     ]
     return module_source("Isaac Lab configs exported by isaaclab_sysid (scripts/export_dr.py).", doc, TEMPLATE, data)
 

@@ -25,7 +25,7 @@ from isaaclab_sysid.export.build import ExportError
 from isaaclab_sysid.robots.robot import Robot
 from isaaclab_sysid.sim.interface import ReplayOptions, replay_gravity
 from isaaclab_sysid.sim.mujoco_backend import GRAVITY
-from isaaclab_sysid.sim.schedule import schedule_of
+from isaaclab_sysid.sim.schedule import RunSchedule, schedule_of
 from isaaclab_sysid.timebase import TICK_S
 
 
@@ -58,15 +58,18 @@ class ParityRow:
         return float(np.sqrt(np.mean((self.q_exported - self.q_fit) ** 2)))
 
 
-def _env_cfg(mod: ModuleType, robot: Robot, kp: np.ndarray, kd: np.ndarray, gravity: bool, device: str):
+def _env_cfg(mod: ModuleType, robot: Robot, kp: np.ndarray, kd: np.ndarray, gravity: bool, device: str,
+             effort: bool = False):
+    """One arm carrying the module's actuator: position targets with PD gains ``kp``, ``kd`` (N,), or (``effort``) the
+    task's efforts with zero gains."""
     from isaaclab.envs import ManagerBasedEnvCfg
-    from isaaclab.envs.mdp import JointPositionActionCfg, joint_pos
+    from isaaclab.envs.mdp import JointEffortActionCfg, JointPositionActionCfg, joint_pos
     from isaaclab.managers import ObservationGroupCfg, ObservationTermCfg
     from isaaclab.scene import InteractiveSceneCfg
     from isaaclab.sim import SimulationCfg
     from isaaclab.utils import configclass
 
-    from isaaclab_sysid.export.check import arm_articulation_cfg
+    from isaaclab_sysid.export.check import arm_articulation_cfg, module_needs_lab_actuators
     from isaaclab_sysid.sim.isaaclab_backend.scene import physics_cfg
 
     names = list(mod.JOINT_NAMES)
@@ -74,8 +77,10 @@ def _env_cfg(mod: ModuleType, robot: Robot, kp: np.ndarray, kd: np.ndarray, grav
 
     @configclass
     class ActionsCfg:
-        target = JointPositionActionCfg(asset_name=mod.ASSET_NAME, joint_names=names, preserve_order=True, scale=1.0,
-                                        use_default_offset=False)
+        target = (JointEffortActionCfg(asset_name=mod.ASSET_NAME, joint_names=names, preserve_order=True, scale=1.0)
+                  if effort else
+                  JointPositionActionCfg(asset_name=mod.ASSET_NAME, joint_names=names, preserve_order=True, scale=1.0,
+                                         use_default_offset=False))
 
     scene = InteractiveSceneCfg(num_envs=1, env_spacing=2.0)
     per = lambda v: {n: float(x) for n, x in zip(names, v)}  # noqa: E731
@@ -85,7 +90,7 @@ def _env_cfg(mod: ModuleType, robot: Robot, kp: np.ndarray, kd: np.ndarray, grav
                                                 **load))
     obs = ObservationGroupCfg()
     obs.q = ObservationTermCfg(func=joint_pos)
-    native = mod.FRICTION_LAW["name"] == "coulomb"  # Newton's native delayed PD; the law's actuator runs in Isaac Lab
+    native = not module_needs_lab_actuators(mod)  # Newton's native delayed PD; a law or slew limit: Isaac Lab's path
     return ManagerBasedEnvCfg(
         sim=SimulationCfg(dt=float(mod.PHYSICS_DT), device=device, gravity=(0.0, 0.0, -9.81) if gravity else (0.0, 0.0, 0.0),
                           physics=physics_cfg("newton"), use_newton_actuators=native),
@@ -93,17 +98,44 @@ def _env_cfg(mod: ModuleType, robot: Robot, kp: np.ndarray, kd: np.ndarray, grav
     )
 
 
+class _Task:
+    """The user's task of a task-impedance run: the run's impedance law on the articulation's state, every physics
+    step, in float64 (its setpoint at tick k, the pose of ``sp_values``)."""
+
+    def __init__(self, robot: Robot, s: RunSchedule, ks: np.ndarray) -> None:
+        import torch
+
+        from isaaclab_sysid.sim.isaaclab_backend.controllers import PinocchioArm, impedance_law
+
+        f64 = dict(dtype=torch.float64, device="cpu")
+        self.arm = PinocchioArm(robot)
+        rows = np.searchsorted(s.sp_ticks, np.maximum(ks, 0), side="right") - 1
+        self.targets = torch.tensor(s.sp_values[np.maximum(rows, 0)], **f64)
+        self.kp = torch.tensor(s.kp, **f64)[None]
+        self.kd = torch.tensor(s.kd, **f64)[None]
+        self.law = impedance_law([s.law], s.q_rest[None], f64)
+
+    def effort(self, j: int, q, qd):
+        """(1, N) the task's effort [N m] at row j (tick ``ks[j]``) from the state (1, N) at the step's start."""
+        from isaaclab_sysid.sim.isaaclab_backend.controllers import impedance_torque
+
+        cpu = dict(dtype=self.kp.dtype, device="cpu")
+        return impedance_torque(self.arm, q.to(**cpu), qd.to(**cpu), self.targets[j][None], self.kp, self.kd, self.law)
+
+
 def replay_exported(mod: ModuleType, robot: Robot, runs: Sequence[Run], options: ReplayOptions,
                     device: str = "cpu") -> list[np.ndarray]:
-    """(T, N) joint positions [rad] of each joint-PD run replayed through the exported module's actuator.
+    """(T, N) joint positions [rad] of each joint-PD or task-impedance run replayed through the exported module's
+    actuator.
 
     Args:
         mod: the generated module (``export/check.py: load_export_module``), written for Newton at a 1 ms physics step.
-        robot: the fit's arm (joints ``mod.JOINT_NAMES``).
+        robot: the fit's arm (joints ``mod.JOINT_NAMES``; its kinematics compute a task-impedance run's law).
         options: the fit's replay options (warm-up ticks, gravity).
 
     Raises:
-        ParityError: a run that is not joint PD, an export for another engine or physics step, other joints.
+        ParityError: a run that is neither joint PD nor task impedance, an export for another engine or physics step,
+            other joints.
     """
     import torch
     from isaaclab.envs import ManagerBasedEnv
@@ -118,34 +150,47 @@ def replay_exported(mod: ModuleType, robot: Robot, runs: Sequence[Run], options:
     out = []
     for run in runs:
         s = schedule_of(run, n)
-        if s.controller != "joint_pd":
-            raise ParityError(f"run '{run.name}' is {s.controller}: the exported actuator replays joint-PD runs (the "
-                              "task's controller computes a task-impedance run's torque)")
-        W = int(options.warmup_ticks)
+        if s.controller not in ("joint_pd", "task_impedance"):
+            raise ParityError(f"run '{run.name}' is {s.controller}: the parity replay plays joint-PD and "
+                              "task-impedance runs")
+        task = s.controller == "task_impedance"
+        W = int(s.warmup(options.warmup_ticks))
+        ks = np.arange(-W, s.last_tick + 1)
         if SimulationContext.instance() is not None:
             SimulationContext.clear_instance()
-        env = ManagerBasedEnv(_env_cfg(mod, robot, s.kp, s.kd, replay_gravity(options, s.gravity_compensated), device))
+        zero = np.zeros(n)
+        env = ManagerBasedEnv(_env_cfg(mod, robot, zero if task else s.kp, zero if task else s.kd,
+                                       replay_gravity(options, s.gravity_compensated), device, effort=task))
         try:
             art = env.scene[mod.ASSET_NAME]
             if mod.FRICTION_LAW["name"] != "coulomb":
                 mod.bind_friction_law(art)
             q0 = torch.tensor(s.q_init, dtype=torch.float32, device=env.device)[None]
+            qd0 = torch.zeros_like(q0) if s.qd_init is None else torch.tensor(s.qd_init, dtype=torch.float32,
+                                                                               device=env.device)[None]
             art.write_joint_position_to_sim_index(position=q0)
-            art.write_joint_velocity_to_sim_index(velocity=torch.zeros_like(q0))
+            art.write_joint_velocity_to_sim_index(velocity=qd0)
             art.reset()  # after the writes: empties the delay buffers (and the Dahl bristle state)
             env.sim.forward()
             art.update(0.0)
-            ks = np.arange(-W, s.last_tick + 1)
-            rows = np.searchsorted(s.sp_ticks, np.maximum(ks, 0), side="right") - 1
-            targets = torch.tensor(s.sp_values[np.maximum(rows, 0)], dtype=torch.float32, device=env.device)
+            if task:
+                ctl = _Task(robot, s, ks)
+            else:
+                rows = np.searchsorted(s.sp_ticks, np.maximum(ks, 0), side="right") - 1
+                targets = torch.tensor(s.sp_values[np.maximum(rows, 0)], dtype=torch.float32, device=env.device)
             at = {int(k): i for i, k in enumerate(s.sample_ticks)}
             q = np.full((s.n_samples, n), np.nan)
             for j, k in enumerate(ks):
+                qj = art.data.joint_pos.torch[:1]
                 if int(k) in at:
-                    q[at[int(k)]] = art.data.joint_pos.torch[0].detach().cpu().numpy()
+                    q[at[int(k)]] = qj[0].detach().cpu().numpy()
                 if k >= s.last_tick:
                     break
-                env.step(targets[j][None])
+                if task:
+                    action = ctl.effort(j, qj.detach(), art.data.joint_vel.torch[:1].detach())
+                    env.step(action.to(dtype=torch.float32, device=env.device))
+                else:
+                    env.step(targets[j][None])
         finally:
             env.close()
             if SimulationContext.instance() is not None:

@@ -39,6 +39,10 @@ EVENT_TERMS: dict = {}
 #: the fitted friction law: {"name": law} and, beyond Coulomb, {"params": SysidFrictionActuatorCfg field -> joint ->
 #: value} (units in SysidFrictionActuatorCfg)
 FRICTION_LAW: dict = {"name": "coulomb"}
+#: the fit's torque slew limit [N m/s] per joint (joint -> value, None: none on that joint; the real controller's rate
+#: limit, which the fit's replay applied to the commanded torque after its delay and before its clamp); empty when the
+#: fit used none
+TORQUE_RATE_LIMIT: dict = {}
 # --- end of data ---
 
 
@@ -69,6 +73,12 @@ def _check_friction_units() -> None:
         )
 
 
+def needs_lab_actuators() -> bool:
+    """Whether the actuator runs on Isaac Lab's actuator path (``sim.use_newton_actuators = False`` on Newton): a
+    friction law beyond Coulomb or a torque slew limit, which Newton's native actuators cannot apply."""
+    return FRICTION_LAW["name"] != "coulomb" or bool(TORQUE_RATE_LIMIT)
+
+
 def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | dict | None = None,
                       randomize_delay: bool = True, carried_gravity: float = 0.0) -> DelayedPDActuatorCfg:
     """The arm's actuator with the fitted joint properties.
@@ -87,10 +97,12 @@ def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | di
             0: the task's own gravity is all the gearbox carries.
 
     Returns:
-        ``DelayedPDActuatorCfg`` for a Coulomb fit (Newton's native actuators run it); for any other friction law
-        (``FRICTION_LAW``) :class:`SysidFrictionActuatorCfg`, the same PD and delay applying the law every physics
-        step (Isaac Lab's actuator path: set ``sim.use_newton_actuators = False``; the Stribeck and load laws need
-        the articulation, bound by :func:`make_events_cfg`'s ``friction_law`` term or :func:`bind_friction_law`).
+        ``DelayedPDActuatorCfg`` for a Coulomb fit without a slew limit (Newton's native actuators run it); for any
+        other friction law (``FRICTION_LAW``) or a fit with a torque slew limit (``TORQUE_RATE_LIMIT``)
+        :class:`SysidFrictionActuatorCfg`, the same PD, delay and effort limit, the slew limit and the law applied
+        every physics step (Isaac Lab's actuator path, :func:`needs_lab_actuators`: set
+        ``sim.use_newton_actuators = False``; the Stribeck and load laws need the articulation, bound by
+        :func:`make_events_cfg`'s ``friction_law`` term or :func:`bind_friction_law`).
     """
     _check_friction_units()
     if SERVO_MOTOR:
@@ -103,13 +115,14 @@ def make_actuator_cfg(stiffness: float | dict | None = None, damping: float | di
     fitted_kp, fitted_kd = values.pop("stiffness", 0.0), values.pop("damping", 0.0)
     kwargs = dict(joint_names_expr=list(JOINT_NAMES), stiffness=fitted_kp if stiffness is None else stiffness,
                   damping=fitted_kd if damping is None else damping, min_delay=lo, max_delay=hi, **values)
-    if FRICTION_LAW["name"] == "coulomb":
+    if not needs_lab_actuators():
         return DelayedPDActuatorCfg(**kwargs)
     if carried_gravity and FRICTION_LAW["name"] != "load":
         raise ValueError(f"carried_gravity is the load law's; this export's law is {FRICTION_LAW['name']}")
     return SysidFrictionActuatorCfg(friction_law=FRICTION_LAW["name"], physics_dt=PHYSICS_DT,
                                     carried_gravity=float(carried_gravity),
-                                    **{k: dict(v) for k, v in FRICTION_LAW["params"].items()}, **kwargs)
+                                    torque_rate_limit=dict(TORQUE_RATE_LIMIT) or None,
+                                    **{k: dict(v) for k, v in FRICTION_LAW.get("params", {}).items()}, **kwargs)
 
 
 def servo_motor_values(kp_register: float | dict, supply_v: float | dict | None = None, kt: dict | None = None,
@@ -287,9 +300,9 @@ class _FrictionLaw:
 
     def __init__(self, cfg, *args, **kwargs):
         super().__init__(cfg, *args, **kwargs)
-        if cfg.friction_law not in LAW_FIELDS or cfg.friction_law == "coulomb":
-            raise ValueError(f"SysidFrictionActuatorCfg.friction_law must be one of {list(LAW_FIELDS)[1:]}, got "
-                             f"{cfg.friction_law!r} (a Coulomb fit is DelayedPDActuatorCfg with joint friction)")
+        if cfg.friction_law not in LAW_FIELDS:
+            raise ValueError(f"SysidFrictionActuatorCfg.friction_law must be one of {list(LAW_FIELDS)}, got "
+                             f"{cfg.friction_law!r}")
         if not cfg.physics_dt > 0:
             raise ValueError(f"SysidFrictionActuatorCfg.physics_dt must be > 0 [s], got {cfg.physics_dt!r}")
         self.law = cfg.friction_law
@@ -316,7 +329,7 @@ class _FrictionLaw:
             if missing:
                 raise ValueError(f"SysidFrictionActuatorCfg.{name} gives no value for joint(s) {missing}")
             vals = [float(by_name[j]) for j in self.joint_names]
-        lo, hi = LAW_DOMAINS[name]
+        lo, hi = LAW_DOMAINS.get(name, (-math.inf, math.inf))
         if not all(lo <= x <= hi for x in vals):
             raise ValueError(f"SysidFrictionActuatorCfg.{name} must lie in [{lo}, {hi}], got {vals}")
         return torch.tensor(vals, dtype=torch.float64, device=self._device).repeat(self._num_envs, 1)
@@ -364,8 +377,11 @@ class _FrictionLaw:
             joint_friction_coeff=self.friction_budget.to(torch.float32), joint_ids=self._joint_ids)
 
     def _law_torque(self, qd: torch.Tensor) -> torch.Tensor:
-        """(num_envs, num_joints) the torque the law adds this step [N m]; the Stribeck budget is written instead."""
+        """(num_envs, num_joints) the torque the law adds this step [N m]; the Stribeck budget is written instead;
+        Coulomb: none (the joint's native friction is the law)."""
         p = self.law_params
+        if self.law == "coulomb":
+            return torch.zeros_like(qd)
         if self.law == "stribeck":
             if self._asset is None:
                 raise RuntimeError("SysidFrictionActuator: the Stribeck law writes the joint friction every step and is "
@@ -392,19 +408,62 @@ class _FrictionLaw:
         return tau
 
 
-class SysidFrictionActuator(_FrictionLaw, DelayedPDActuator):
-    """``DelayedPDActuator`` that also applies the fitted friction law every physics step, per env (:class:`_FrictionLaw`)."""
+class _SlewLimit:
+    """The real controller's torque slew limit, as the fit's replay applies it: each physics step the actuator's effort
+    (after the delay, the PD and any effort target) moves at most ``torque_rate_limit`` x ``physics_dt`` [N m] from the
+    last step's applied effort (0 after a reset), then the effort limit clips it. A mixin before the actuator in the
+    bases (:class:`SysidFrictionActuator`); with no ``torque_rate_limit`` it changes nothing.
+
+    Attributes:
+        slew_per_step: (num_envs, num_joints) float64 the largest change per physics step [N m], or None.
+    """
+
+    def __init__(self, cfg, *args, **kwargs):
+        super().__init__(cfg, *args, **kwargs)
+        self.slew_per_step = None
+        if cfg.torque_rate_limit is not None:
+            value = cfg.torque_rate_limit  # a joint without a limit is None (inf)
+            if isinstance(value, dict):
+                value = {k: math.inf if v is None else v for k, v in value.items()}
+            rate = self._per_joint("torque_rate_limit", value)
+            if not bool((rate > 0).all()):
+                raise ValueError(f"SysidFrictionActuatorCfg.torque_rate_limit must be > 0 [N m/s], got {rate[0].tolist()}")
+            self.slew_per_step = rate * float(cfg.physics_dt)
+        self._last_effort = torch.zeros(self._num_envs, self.num_joints, dtype=torch.float64, device=self._device)
+
+    def reset(self, env_ids):
+        super().reset(env_ids)
+        self._last_effort[slice(None) if env_ids is None else env_ids] = 0.0
+
+    def _clip_effort(self, effort: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        if self.slew_per_step is None:
+            return super()._clip_effort(effort, *args, **kwargs)
+        limit = self.actuator_effort_limit.to(torch.float64)
+        last = self._last_effort
+        self._last_effort = torch.clamp(last + torch.clamp(effort.to(torch.float64) - last, -self.slew_per_step,
+                                                           self.slew_per_step), -limit, limit)
+        return super()._clip_effort(self._last_effort.to(effort.dtype), *args, **kwargs)
+
+
+class SysidFrictionActuator(_FrictionLaw, _SlewLimit, DelayedPDActuator):
+    """``DelayedPDActuator`` that also applies the fitted friction law every physics step, per env (:class:`_FrictionLaw`),
+    and the fit's torque slew limit (:class:`_SlewLimit`)."""
 
 
 @_configclass_here
 class SysidFrictionActuatorCfg(DelayedPDActuatorCfg):
     """The fit's actuator with its friction law (:class:`SysidFrictionActuator`): ``DelayedPDActuatorCfg``'s PD, delay
-    and limits, and the law's numbers per joint (a number for every joint, or joint-name regex -> value). The joint's
-    native Coulomb ``friction`` stays 0 under the sigmoid and Dahl laws (the law is the whole dry friction)."""
+    and limits, the fit's torque slew limit, and the law's numbers per joint (a number for every joint, or joint-name
+    regex -> value). The joint's native Coulomb ``friction`` stays 0 under the sigmoid and Dahl laws (the law is the
+    whole dry friction)."""
 
     class_type: type = SysidFrictionActuator
     friction_law: str = "stribeck"
-    """The law: ``stribeck``, ``sigmoid``, ``dahl`` or ``load`` (docs/friction.md of isaaclab_sysid)."""
+    """The law: ``coulomb`` (the joint's native friction; this actuator then carries a slew limit), ``stribeck``,
+    ``sigmoid``, ``dahl`` or ``load`` (docs/friction.md of isaaclab_sysid)."""
+    torque_rate_limit: dict[str, float] | float | None = None
+    """The torque slew limit [N m/s] (the real controller's rate limit; a joint's None: none on it); None: no slew
+    limit."""
     physics_dt: float = 0.001
     """The physics step [s] over which the Dahl bristle state advances each compute (the task's ``sim.dt``)."""
     static_friction: dict[str, float] | float | None = None

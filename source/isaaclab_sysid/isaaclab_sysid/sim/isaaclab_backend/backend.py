@@ -58,6 +58,7 @@ from isaaclab_sysid.sim.isaaclab_backend.controllers import (
     PinocchioArm,
     TorchArm,
     TorqueDelay,
+    impedance_law,
     impedance_torque,
     joint_pd_torque,
     mat_to_quat_wxyz,
@@ -570,15 +571,7 @@ class _TorqueEnvs:
             self.kdn = torch.where(self.task[:, None], 0.0, self.kdn)
             self.kp6 = torch.where(self.task[:, None], self.kp6, 0.0)
             self.kd6 = torch.where(self.task[:, None], self.kd6, 0.0)
-        laws = [scheds[r].law for r in runs]
-        self.law = {
-            "coriolis": torch.tensor([bool(lw.coriolis_compensation) for lw in laws], device=dev),
-            "rotvec": torch.tensor([lw.orientation_error == "rotvec" for lw in laws], device=dev),
-            "max_pos": torch.tensor([float(lw.max_position_error or 0.0) for lw in laws], **f64),
-            "max_ori": torch.tensor([float(lw.max_orientation_error or 0.0) for lw in laws], **f64),
-            "k_ns": torch.tensor([float(lw.nullspace_stiffness or 0.0) for lw in laws], **f64),
-            "q_rest": torch.tensor(np.stack([scheds[r].q_rest for r in runs]), **f64),
-        }
+        self.law = impedance_law([scheds[r].law for r in runs], np.stack([scheds[r].q_rest for r in runs]), f64)
         # task_impedance: the commanded effort is delayed; joint_pd: its position target is
         self.pd_delay = torch.tensor(np.where(task, 0, blocks.delay[te]), device=dev, dtype=torch.long)
         self.cmd_delay = TorqueDelay(torch.tensor(np.where(task, blocks.delay[te], 0), device=dev), n)

@@ -23,6 +23,8 @@ where :func:`joint_pd_torque` computes the same law in torch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pinocchio as pin
 import torch
@@ -290,6 +292,26 @@ def impedance_torque(
         proj = torch.eye(arm.n, dtype=q.dtype, device=q.device) - Jt @ torch.linalg.pinv(Jt)
         tau = tau + torch.where((k_ns > 0)[:, None], (proj @ y[..., None])[..., 0], torch.zeros_like(tau))
     return tau
+
+
+def impedance_law(laws: Sequence, q_rest: np.ndarray, f64: dict) -> dict[str, torch.Tensor]:
+    """The ``law`` argument of :func:`impedance_torque` for E envs.
+
+    Args:
+        laws: E impedance laws in the backends' form (``RunSchedule.law``: ``orientation_error`` ``"quat"`` or
+            ``"rotvec"``).
+        q_rest: (E, N) each env's null-space rest posture [rad].
+        f64: ``dtype``/``device`` keyword arguments of the float64 tensors.
+    """
+    dev = f64["device"]
+    return {
+        "coriolis": torch.tensor([bool(lw.coriolis_compensation) for lw in laws], device=dev),
+        "rotvec": torch.tensor([lw.orientation_error == "rotvec" for lw in laws], device=dev),
+        "max_pos": torch.tensor([float(lw.max_position_error or 0.0) for lw in laws], **f64),
+        "max_ori": torch.tensor([float(lw.max_orientation_error or 0.0) for lw in laws], **f64),
+        "k_ns": torch.tensor([float(lw.nullspace_stiffness or 0.0) for lw in laws], **f64),
+        "q_rest": torch.tensor(np.asarray(q_rest, dtype=float), **f64),
+    }
 
 
 def joint_pd_torque(q: torch.Tensor, qd: torch.Tensor, target: torch.Tensor, kp: torch.Tensor, kd: torch.Tensor) -> torch.Tensor:
