@@ -254,8 +254,9 @@ def test_friction_law_literals_terms_and_refusals():
 def test_the_real_controllers_clamp_and_slew_limit_reach_the_module():
     """What the fit's replay applied reaches the module, without Isaac Lab: the clamp as ``actuator_effort_limit``,
     the slew limit as ``TORQUE_RATE_LIMIT`` (a joint without one: None, inf); none of them when the fit applied none;
-    a rate that is not one positive number per joint, or a rate on a servo fit (its replay slews nothing), refused."""
-    from isaaclab_sysid.export.isaaclab_module import generate_module
+    a joint whose clamp is inf keeps the asset's limit (left out); a rate that is not one positive number per joint,
+    or a rate on a servo motor model's fit (its replay slews nothing), refused."""
+    from isaaclab_sysid.export.isaaclab_module import generate_module, rate_limit_literal
 
     rec = _law_record({"friction": [0.3, 0.4]}, {})
     lit = _literals(generate_module(rec, viscous="independent", effort_limit=[87.0, 12.0],
@@ -267,6 +268,13 @@ def test_the_real_controllers_clamp_and_slew_limit_reach_the_module():
     assert _literals(generate_module(rec, torque_rate_limit=[float("inf")] * 2)[0])["TORQUE_RATE_LIMIT"] == {}
     with pytest.raises(ValueError, match="expected 2 positive rates"):
         generate_module(rec, torque_rate_limit=[1000.0, 0.0])
-    servo = _law_record({"friction": [0.3, 0.4], "kp": [10.0, 12.0]}, {})
-    with pytest.raises(ValueError, match="a servo's replay applies no slew limit"):
-        generate_module(servo, torque_rate_limit=[1000.0, 1000.0])
+    lit = _literals(generate_module(rec, effort_limit=[87.0, float("inf")])[0])
+    assert lit["ACTUATOR_VALUES"]["actuator_effort_limit"] == {"j1": 87.0}
+    assert "actuator_effort_limit" not in _literals(generate_module(rec, effort_limit=[float("inf")] * 2)[0])[
+        "ACTUATOR_VALUES"]
+    servo = _law_record({"friction": [0.3, 0.4], "kp": [10.0, 12.0]}, {})  # a position servo's joint-PD runs slew
+    assert _literals(generate_module(servo, torque_rate_limit=[50.0, 50.0])[0])["TORQUE_RATE_LIMIT"] == {
+        "j1": 50.0, "j2": 50.0}
+    motor = _law_record({"friction": [0.3, 0.4], "motor_kt": [0.5, 0.5], "motor_r": [5.0, 5.0]}, {})
+    with pytest.raises(ValueError, match="a servo motor model's replay applies no slew limit"):
+        rate_limit_literal(motor, [1000.0, 1000.0])

@@ -129,8 +129,13 @@ def test_servo_effort_limit_follows_the_fits_torque_limit_flag(exported):
     ctx = FitContext.load(paths["module"].parent.parent / "fit_so101")
     assert fit_torque_limits(ctx) == (pytest.approx(list(robot.tau_max)), None)
     ctx.record.replay.torque_limit = (1.5,)
-    ctx.record.replay.slew_limit = True  # a servo's replay slews nothing: no rate limit is written
     assert fit_torque_limits(ctx) == (pytest.approx([1.5] * 6), None)
+    # what the fit's replay applied, flag by flag: a slew limit too (a position servo's runs are joint-PD runs,
+    # which the replay slews), no clamp without --torque_clamp, and config.json's null (inf: no limit) read as inf
+    ctx.record.replay.torque_rate_limit, ctx.record.replay.slew_limit = (50.0,), True
+    assert fit_torque_limits(ctx) == (pytest.approx([1.5] * 6), pytest.approx([50.0] * 6))
+    ctx.record.replay.torque_clamp, ctx.record.replay.torque_rate_limit = False, (None,)
+    assert fit_torque_limits(ctx) == (None, [float("inf")] * 6)
     assert np.all(np.isfinite(robot.tau_max))
 
 

@@ -284,9 +284,9 @@ def export(ctx: FitContext, out_dir: str | Path, rep: IntervalReport, policy: Ra
         warns.append(f"the record does not say what the arm carries ({exc})")
     try:
         effort, rate = fit_torque_limits(ctx)
-    except ExportError as exc:  # no config.json to name the arm: the module keeps the asset's own effort limits
+    except ExportError as exc:  # no config.json: the module keeps the asset's own effort limits, and says so
         effort = rate = None
-        warns.append(f"the fit's torque clamp and slew limit are not written ({exc})")
+        warns.append(f"the fit's torque clamp and slew limit are not written: the asset's effort limits stay ({exc})")
     src, w2 = generate_module(record, asset_name, viscous, physics_dt, physics, effort, families,
                               stribeck_velocity=None if ctx.record is None else ctx.record.params.stribeck_velocity,
                               torque_rate_limit=rate)
@@ -320,24 +320,29 @@ def fit_robot(ctx: FitContext) -> Robot:
 
 def fit_torque_limits(ctx: FitContext) -> tuple[list[float] | None, list[float] | None]:
     """(N,) the torque clamp [N m] and (N,) the slew limit [N m/s] the fit's replay applied, each None where it applied
-    none: a position servo's fit (``kp``/``kd`` fitted) clamps at its arm's torque limits and slews nothing; a servo
-    motor model's fit has its own windows (neither); any other fit as its ``--torque_clamp``/``--torque_limit`` and
-    ``--slew_limit``/``--torque_rate_limit`` said (the arm's config, or those flags' values)."""
-    groups = set(ctx.space.group_names)
-    if "motor_kt" in groups:
+    none: as its ``--torque_clamp``/``--torque_limit`` and ``--slew_limit``/``--torque_rate_limit`` said (the arm's
+    config, or those flags' values; inf: that joint unlimited); a servo motor model's fit has its own windows
+    (neither).
+
+    Raises:
+        ExportError: no config.json says what the fit's replay applied (one line).
+    """
+    if "motor_kt" in set(ctx.space.group_names):
         return None, None
-    servo = bool({"kp", "kd"} & groups)
-    rep = ctx.record.replay if ctx.record is not None else None
-    clamp = servo or bool(rep is not None and rep.torque_clamp)
-    slew = not servo and bool(rep is not None and rep.slew_limit)
+    if ctx.record is None:
+        raise ExportError(f"{ctx.fit_dir}: no config.json says whether the fit clamped or slew-limited the torque")
+    rep = ctx.record.replay
+    clamp, slew = bool(rep.torque_clamp), bool(rep.slew_limit)
     if not (clamp or slew):
         return None, None
     if ctx._problem is not None:
         robot = ctx._problem.robot
     else:
         robot = fit_robot(ctx)
-        if rep is not None and (rep.torque_limit or rep.torque_rate_limit):
-            robot = robot.with_real_controller(torque_limit=rep.torque_limit, torque_rate_limit=rep.torque_rate_limit)
+        inf = lambda v: None if v is None else tuple(float("inf") if x is None else float(x) for x in v)  # noqa: E731
+        if rep.torque_limit or rep.torque_rate_limit:  # config.json stores inf ("no limit") as null
+            robot = robot.with_real_controller(torque_limit=inf(rep.torque_limit),
+                                               torque_rate_limit=inf(rep.torque_rate_limit))
     rate = robot.config.torque_rate_limit if slew else None
     return ([float(v) for v in robot.tau_max] if clamp else None,
             None if rate is None else [float(v) for v in np.broadcast_to(np.asarray(rate, dtype=float), (robot.n_dof,))])

@@ -379,7 +379,8 @@ def check_module(mod: ModuleType, robot: Robot, num_envs: int = 16, resets: int 
         gain_draws = {g: [] for g in SERVO_GAINS}
         probe = PROBE_EFFORT
         if "actuator_effort_limit" in mod.ACTUATOR_VALUES:  # the probe passes the clamp
-            probe = min(probe, 0.5 * min(float(v) for v in mod.ACTUATOR_VALUES["actuator_effort_limit"].values()))
+            limits = [float(v) for v in mod.ACTUATOR_VALUES["actuator_effort_limit"].values() if v is not None]
+            probe = min([probe] + [0.5 * v for v in limits])
         rates = [float(v) for v in getattr(mod, "TORQUE_RATE_LIMIT", {}).values() if v is not None]
         if rates:  # and reaches its level in one physics step from zero under the slew limit
             probe = min(probe, 0.5 * min(rates) * dt)

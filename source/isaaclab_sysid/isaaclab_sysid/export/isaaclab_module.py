@@ -263,7 +263,7 @@ def actuator_values(record: DrRecord, physics: str = "newton",
     A servo fit (groups ``kp``, ``kd``): ``stiffness`` = kp [N m/rad], ``damping`` = kd [N m s/rad] of
     the explicit PD (``DelayedPDActuator`` delays the position target, as the servo's bus does).
     ``actuator_effort_limit`` = ``effort_limit`` [N m] when given: the torque clamp of the fit's replay (a servo's
-    torque limit, or the real controller's clamp).
+    torque limit, or the real controller's clamp; an infinite entry is left out: that joint keeps the asset's own limit).
 
     Raises:
         ValueError: unknown ``physics``, or a law the actuator does not apply (:func:`record_law`).
@@ -297,7 +297,9 @@ def actuator_values(record: DrRecord, physics: str = "newton",
         lim = [float(v) for v in effort_limit]
         if len(lim) != len(joints) or not all(v > 0 for v in lim):
             raise ValueError(f"effort_limit: expected {len(joints)} positive torques [N m], got {lim}")
-        act["actuator_effort_limit"] = per(lim)
+        finite = {j: v for j, v in zip(joints, lim) if math.isfinite(v)}  # an unlimited joint keeps Isaac Lab's inf
+        if finite:
+            act["actuator_effort_limit"] = finite
     if "encoder_offset" in fitted:
         warns.append("encoder_offset: the servo's homing error has no Isaac Lab actuator field; FITTED['encoder_offset'] "
                      "holds it (the real arm's angle = the simulated joint's + offset)")
@@ -426,7 +428,7 @@ def rate_limit_literal(record: DrRecord, torque_rate_limit: Sequence[float] | No
     without one.
 
     Raises:
-        ValueError: not one positive rate per joint, or a rate on a servo fit (its replay applies none).
+        ValueError: not one positive rate per joint, or a rate on a servo motor model's fit (its replay applies none).
     """
     if torque_rate_limit is None:
         return {}
@@ -434,8 +436,8 @@ def rate_limit_literal(record: DrRecord, torque_rate_limit: Sequence[float] | No
     rate = [float(v) for v in torque_rate_limit]
     if len(rate) != len(joints) or not all(v > 0 for v in rate):
         raise ValueError(f"torque_rate_limit: expected {len(joints)} positive rates [N m/s], got {rate}")
-    if is_servo(record) or "motor_kt" in record.fitted:
-        raise ValueError("torque_rate_limit: a servo's replay applies no slew limit")
+    if "motor_kt" in record.fitted:
+        raise ValueError("torque_rate_limit: a servo motor model's replay applies no slew limit")
     if not any(math.isfinite(v) for v in rate):
         return {}
     return dict(zip(joints, rate))  # an unlimited joint's inf is written as None

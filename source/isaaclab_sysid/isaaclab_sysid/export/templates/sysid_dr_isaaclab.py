@@ -411,8 +411,10 @@ class _FrictionLaw:
 class _SlewLimit:
     """The real controller's torque slew limit, as the fit's replay applies it: each physics step the actuator's effort
     (after the delay, the PD and any effort target) moves at most ``torque_rate_limit`` x ``physics_dt`` [N m] from the
-    last step's applied effort (0 after a reset), then the effort limit clips it. A mixin before the actuator in the
-    bases (:class:`SysidFrictionActuator`); with no ``torque_rate_limit`` it changes nothing.
+    last step's applied effort, then the effort limit clips it. ``reset`` zeroes the last effort, as the replay starts
+    from 0; Isaac Lab's env reset then computes the actuators once from the reset state (as it does for the delay
+    buffers), which is that env's first step. A mixin before the actuator in the bases (:class:`SysidFrictionActuator`);
+    with no ``torque_rate_limit`` it changes nothing.
 
     Attributes:
         slew_per_step: (num_envs, num_joints) float64 the largest change per physics step [N m], or None.
@@ -517,7 +519,14 @@ class SysidServoMotorCfg(DelayedPDActuatorCfg, DCMotorCfg):
 
 class SysidServoMotorWithLaw(_FrictionLaw, SysidServoMotor):
     """:class:`SysidServoMotor` that also applies the fitted friction law every physics step (:class:`_FrictionLaw`;
-    the law's torque added after the DC motor's clip: it is the joint's friction, not the motor's)."""
+    the law's torque added after the DC motor's clip: it is the joint's friction, not the motor's). No slew limit:
+    the motor model's replay applies none."""
+
+    def __init__(self, cfg, *args, **kwargs):
+        if getattr(cfg, "torque_rate_limit", None) is not None:
+            raise ValueError("SysidServoMotorWithLawCfg.torque_rate_limit must be None: a servo motor model has no "
+                             "slew limit (its DC motor saturates itself)")
+        super().__init__(cfg, *args, **kwargs)
 
 
 @_configclass_here
