@@ -512,6 +512,61 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
+def truth_of(truth_law: str, fit_law: str) -> dict[str, np.ndarray | int]:
+    """The twin's truth per fitted group a fit of ``fit_law`` holds: armature, viscous and the delay always; the
+    Coulomb level and the law's groups only when the fit's law is the truth's (another law's numbers have no truth)."""
+    out: dict = {"armature": ARMATURE, "viscous": VISCOUS, "delay": DELAY}
+    if fit_law != truth_law:
+        return out
+    fc, groups = (COULOMB, {}) if truth_law == "coulomb" else TRUTHS[truth_law]
+    if truth_law in ("coulomb", "dahl", "load"):
+        out["friction"] = fc
+    out.update(groups)
+    return out
+
+
+def coverage(cell: str) -> dict:
+    """A kept matrix cell (``--work DIR/<truth>_<controller>_<rate>hz``): its fit's 95 % intervals (computed by the
+    interval stage and written into the fit folder when missing) against the twin's truth, number by number.
+
+    Returns: the cell, the fit's law, how many numbers have a truth, how many of those lie inside their interval,
+    and each miss: flagged (the interval unbounded or marked unreliable, with its note) or not (the promise broken).
+    """
+    from pathlib import Path
+
+    from isaaclab_sysid.export.build import FitContext, intervals_for
+    from isaaclab_sysid.sim.friction import law_of_groups
+
+    d = Path(cell)
+    truth_law = d.name.split("_")[0]
+    fits = sorted((d / "logs").iterdir()) if (d / "logs").is_dir() else []
+    if not fits:
+        raise SystemExit(f"error: {d}: no fit folder under logs/ (a kept --matrix --work cell)")
+    ctx = FitContext.load(fits[-1])
+    fit_law = law_of_groups(ctx.space.group_names).name
+    truth = truth_of(truth_law, fit_law)
+    ivs = intervals_for(ctx, log=lambda _s: None).chosen().intervals
+    names = list(ctx.space.joint_names)
+    n, inside, misses = 0, 0, []
+    for iv in ivs:
+        if iv.group not in truth:
+            continue
+        t = truth[iv.group]
+        if iv.group != "delay":
+            k = names.index(iv.joint)
+            t = float(np.asarray(t)[k])
+        n += 1
+        ok = iv.lower is not None and iv.upper is not None and iv.lower <= t <= iv.upper
+        if ok:
+            inside += 1
+            continue
+        flagged = iv.lower is None or iv.upper is None or not iv.reliable
+        misses.append({"label": iv.label, "truth": float(t), "value": float(iv.value), "lower": iv.lower,
+                       "upper": iv.upper, "flagged": flagged, "note": iv.note})
+    return {"cell": d.name, "fit_law": fit_law, "compared": n, "inside": inside,
+            "unflagged_misses": sum(not m["flagged"] for m in misses), "misses": misses}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ci", action="store_true", help="the test suite's small size")
@@ -542,8 +597,24 @@ def main() -> int:
                     "the answer's own cross-validation cost against a right model's (Geyer n_eff; the cutoff's for comparison)")
     ap.add_argument("--auto-laws", default=None, help="the matrix fits' law-step candidates (--auto_laws, e.g. "
                     "stribeck,sigmoid,load,dahl; default: the fit's)")
+    ap.add_argument("--coverage", nargs="+", metavar="CELL", help="kept matrix cells (--work DIR/<cell>): each fit's "
+                    "95 %% intervals against the twin's truth (the interval stage runs where intervals.json is missing)")
     a = ap.parse_args()
     lc.N_EFF_METHOD = a.n_eff
+    if a.coverage:
+        rows = [coverage(c) for c in a.coverage]
+        for r in rows:
+            miss = "; ".join(f"{m['label']} {m['value']:.4g} [{m['lower']}, {m['upper']}] truth {m['truth']:.4g}"
+                             f"{' (flagged: ' + m['note'] + ')' if m['flagged'] else ' (NOT flagged)'}"
+                             for m in r["misses"])
+            print(f"{r['cell']:32s} law {r['fit_law']:8s} truth inside {r['inside']:2d} of {r['compared']:2d}, "
+                  f"unflagged misses {r['unflagged_misses']}{': ' + miss if miss else ''}", flush=True)
+        tot = [sum(r[k] for r in rows) for k in ("inside", "compared", "unflagged_misses")]
+        print(f"all cells: the truth inside {tot[0]} of {tot[1]} intervals; {tot[2]} misses not flagged")
+        if a.json:
+            with open(a.json, "w") as fh:
+                json.dump(rows, fh, indent=2, default=float)
+        return 0
     if a.verdict_evidence:
         for c in a.verdict_evidence:
             print(json.dumps(verdict_evidence(c), default=float), flush=True)
