@@ -109,8 +109,7 @@ class _Task:
 
         f64 = dict(dtype=torch.float64, device="cpu")
         self.arm = PinocchioArm(robot)
-        rows = np.searchsorted(s.sp_ticks, np.maximum(ks, 0), side="right") - 1
-        self.targets = torch.tensor(s.sp_values[np.maximum(rows, 0)], **f64)
+        self.targets = torch.tensor(s.held_setpoints(ks), **f64)
         self.kp = torch.tensor(s.kp, **f64)[None]
         self.kd = torch.tensor(s.kd, **f64)[None]
         self.law = impedance_law([s.law], s.q_rest[None], f64)
@@ -176,8 +175,7 @@ def replay_exported(mod: ModuleType, robot: Robot, runs: Sequence[Run], options:
             if task:
                 ctl = _Task(robot, s, ks)
             else:
-                rows = np.searchsorted(s.sp_ticks, np.maximum(ks, 0), side="right") - 1
-                targets = torch.tensor(s.sp_values[np.maximum(rows, 0)], dtype=torch.float32, device=env.device)
+                targets = torch.tensor(s.held_setpoints(ks), dtype=torch.float32, device=env.device)
             at = {int(k): i for i, k in enumerate(s.sample_ticks)}
             q = np.full((s.n_samples, n), np.nan)
             for j, k in enumerate(ks):

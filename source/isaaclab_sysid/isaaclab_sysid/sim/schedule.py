@@ -96,6 +96,12 @@ class RunSchedule:
     def n_samples(self) -> int:
         return int(self.sample_ticks.shape[0])
 
+    def held_setpoints(self, ticks: np.ndarray) -> np.ndarray:
+        """(len(ticks), D) the setpoint in effect at each tick (zero-order hold; a warm-up tick below 0 holds the
+        first)."""
+        i = np.searchsorted(self.sp_ticks, np.maximum(ticks, 0), side="right") - 1
+        return self.sp_values[np.maximum(i, 0)]
+
 
 def _c(a: np.ndarray, dtype=np.float64) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(a, dtype=dtype))

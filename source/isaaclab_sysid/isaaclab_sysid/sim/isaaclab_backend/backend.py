@@ -528,8 +528,7 @@ def _setpoint_tables(scheds: list[RunSchedule], W: int, last: int, n: int, f64: 
     xtab[..., 6] = 1.0
     ks = np.arange(-W, last + 1)
     for r, s in enumerate(scheds):
-        i = np.searchsorted(s.sp_ticks, np.maximum(ks, 0), side="right") - 1
-        vals = torch.tensor(s.sp_values[np.maximum(i, 0)], **f64)
+        vals = torch.tensor(s.held_setpoints(ks), **f64)
         if s.controller == "joint_pd":
             qtab[:, r] = vals
         else:
