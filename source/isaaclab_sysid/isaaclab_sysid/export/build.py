@@ -26,6 +26,7 @@ from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.objective.param_space import GROUPS, ParamSpace
 from isaaclab_sysid.objective.problem_record import ProblemRecord
 from isaaclab_sysid.fit.problem import FitProblem, build_problem
+from isaaclab_sysid.fit.replay_facts import limits_read
 from isaaclab_sysid.objective.result import FitResult
 from isaaclab_sysid.fit.run_folder import INTERVALS_FILE, RESULT_FILE, RunFolder
 from isaaclab_sysid.robots import Robot, load_robot
@@ -339,10 +340,9 @@ def fit_torque_limits(ctx: FitContext) -> tuple[list[float] | None, list[float] 
         robot = ctx._problem.robot
     else:
         robot = fit_robot(ctx)
-        inf = lambda v: None if v is None else tuple(float("inf") if x is None else float(x) for x in v)  # noqa: E731
-        if rep.torque_limit or rep.torque_rate_limit:  # config.json stores inf ("no limit") as null
-            robot = robot.with_real_controller(torque_limit=inf(rep.torque_limit),
-                                               torque_rate_limit=inf(rep.torque_rate_limit))
+        if rep.torque_limit or rep.torque_rate_limit:
+            robot = robot.with_real_controller(torque_limit=limits_read(rep.torque_limit),
+                                               torque_rate_limit=limits_read(rep.torque_rate_limit))
     rate = robot.config.torque_rate_limit if slew else None
     return ([float(v) for v in robot.tau_max] if clamp else None,
             None if rate is None else [float(v) for v in np.broadcast_to(np.asarray(rate, dtype=float), (robot.n_dof,))])

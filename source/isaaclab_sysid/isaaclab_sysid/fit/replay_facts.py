@@ -55,6 +55,12 @@ def with_stated_law(replay: ReplayConfig, run: Run) -> Run:
     return run.with_law(replace(run.meta.impedance, **given)) if given else run
 
 
+def limits_read(values: Sequence[float | None] | None) -> tuple[float, ...] | None:
+    """Per-joint torque or rate limits as ``config.json`` holds them, with inf ("no limit") stored as null: the
+    floats, null read as inf; None stays None."""
+    return None if values is None else tuple(float("inf") if v is None else float(v) for v in values)
+
+
 def resolve_replay_facts(
     replay: ReplayConfig, runs: Sequence[Run], heldout: Sequence[Run], robot: Robot, log: Callable[[str], None] = print
 ) -> tuple[list[Run], list[Run], Robot]:
@@ -67,9 +73,8 @@ def resolve_replay_facts(
         FitError: one line naming the runs and the missing flags.
     """
     r = replay
-    for lim in ("torque_limit", "torque_rate_limit"):  # config.json stores inf ("no limit") as null
-        if getattr(r, lim) is not None:
-            setattr(r, lim, tuple(float("inf") if v is None else float(v) for v in getattr(r, lim)))
+    for lim in ("torque_limit", "torque_rate_limit"):
+        setattr(r, lim, limits_read(getattr(r, lim)))
     missing = missing_facts(r, list(runs) + list(heldout))
     if missing:
         names = sorted({n for v in missing.values() for n in v})
