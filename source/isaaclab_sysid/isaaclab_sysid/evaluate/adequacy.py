@@ -6,7 +6,9 @@ data, from four diagnostics of the fitted candidate's joint-position residual
 
 * **held-out over fit**: q RMS on the held-out runs over q RMS on the fit runs. A
   right model generalizes (about 1); a model that fitted the fit runs by bending
-  its parameters does not.
+  its parameters does not. A held-out run that moves a joint at least twice as fast
+  (RMS |dq|) as any fit run extrapolates that joint's numbers, which the fit runs do
+  not pin: the message names it (:func:`excitation_gaps`) before a missing model term.
 * **residual over noise floor**: the fit runs' q RMS over a floor measured from two
   repeats of one excitation (``--noise_floor_from A.csv B.csv``: RMS of their q
   difference / sqrt(2), :mod:`isaaclab_sysid.evaluate.noise_floor`), or one the user
@@ -49,6 +51,7 @@ marked unreliable (intervals/combine.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -167,7 +170,8 @@ def assess(
     if ratio is not None and ratio > limits.max_heldout_ratio:
         bad = True
         msgs.append(_heldout_message(ratio, held_s, limits,
-                                     torque=any(r.meta.controller == "torque" for r in runs[n_fit:])))
+                                     torque=any(r.meta.controller == "torque" for r in runs[n_fit:]),
+                                     gaps=excitation_gaps([r.dq for r in runs[:n_fit]], [r.dq for r in runs[n_fit:]])))
     if over > limits.max_floor_ratio:
         bad = True
         what = {"given": "the given noise floor", "repeats": "the noise floor measured from the repeats",
@@ -237,9 +241,75 @@ _SOURCE_WORDS = {"given": "given", "estimated": "estimated", "repeats": "repeat-
                  "shooting": "start-state drift"}
 
 
-def _heldout_message(ratio: float, held: list[RunResidualStats], limits: AdequacyLimits, torque: bool = False) -> str:
+#: a joint the held-out runs move at least this many times faster (RMS |dq|) than the fastest fit run moves it is
+#: "exercised beyond the fit runs": a plain "twice as fast as any fit run" rule, not tuned to any twin
+EXCITATION_RATIO = 2.0
+#: [rad/s] a joint slower than this counts as "still" in the message's share: a plain slow-joint mark (0.6 deg/s),
+#: reported for the reader, never a test
+STILL_DQ = 0.01
+
+
+@dataclass(frozen=True)
+class ExcitationGap:
+    """A joint the held-out runs move faster than any fit run: ``joint`` (1-based), ``ratio`` = ``held_rms`` over
+    ``fit_rms`` (inf when the fit runs hold it exactly still), ``held_rms`` the held-out runs' pooled RMS |dq| and
+    ``fit_rms`` the largest fit run's [rad/s], ``still_share`` the share of the fit runs' finite samples with
+    |dq| < :data:`STILL_DQ` (0..1)."""
+
+    joint: int
+    ratio: float
+    held_rms: float
+    fit_rms: float
+    still_share: float
+
+
+def excitation_gaps(fit_dq: Sequence[np.ndarray], held_dq: Sequence[np.ndarray]) -> list[ExcitationGap]:
+    """The joints exercised beyond the fit runs, from the measured joint velocities ``fit_dq[r]``, ``held_dq[r]``
+    ((T_r, N) [rad/s]): those whose held-out RMS |dq| (pooled over the held-out runs' samples) is at least
+    :data:`EXCITATION_RATIO` times the largest fit run's RMS |dq|. The fit runs cannot pin such a joint's friction
+    and armature, and the held-out run extrapolates them. NaN samples are left out; a joint without a finite sample
+    in the fit runs or in the held-out runs is skipped (nothing to compare). ``still_share`` counts the fit runs'
+    samples below :data:`STILL_DQ` (0.01 rad/s): a plain slow-joint mark that shows how little the fit runs move it."""
+    if not fit_dq or not held_dq:
+        return []
+    fits = [np.asarray(d, dtype=float) for d in fit_dq]  # each (T_r, N)
+    held = np.concatenate([np.asarray(d, dtype=float) for d in held_dq], axis=0)  # (sum T_r, N)
+    out: list[ExcitationGap] = []
+    for j in range(held.shape[1]):
+        per_run = [d[np.isfinite(d[:, j]), j] for d in fits]
+        h = held[np.isfinite(held[:, j]), j]
+        if not h.size or not any(v.size for v in per_run):
+            continue
+        held_rms = float(np.sqrt(np.mean(h**2)))
+        top = max(float(np.sqrt(np.mean(v**2))) for v in per_run if v.size)
+        ratio = held_rms / top if top > 0 else (np.inf if held_rms > 0 else 1.0)
+        if ratio >= EXCITATION_RATIO:
+            still = float(np.mean(np.abs(np.concatenate(per_run)) < STILL_DQ))
+            out.append(ExcitationGap(j + 1, float(ratio), held_rms, top, still))
+    return out
+
+
+def _excitation_clause(gaps: Sequence[ExcitationGap]) -> str:
+    """The held-out line's clause for the joints exercised beyond the fit runs (:func:`excitation_gaps`)."""
+    names = "/".join(str(g.joint) for g in gaps)
+    one = len(gaps) == 1
+    whose = "that joint's" if one else "those joints'"
+    ratios = "/".join(f"{g.ratio:.1f}x" if np.isfinite(g.ratio) else "many times" for g in gaps)
+    return (f"joint{'' if one else 's'} {names} move{'s' if one else ''} {ratios} faster in the held-out runs than "
+            f"in any fit run (RMS |dq| {'/'.join(f'{g.held_rms:.2g}' for g in gaps)} against at most "
+            f"{'/'.join(f'{g.fit_rms:.2g}' for g in gaps)} rad/s; still in "
+            f"{'/'.join(f'{100 * g.still_share:.0f}' for g in gaps)} % of the fit runs' samples): the fit runs do not "
+            f"pin {whose} friction and armature, so the held-out run extrapolates "
+            f"them; record a fit run that moves joint{'' if one else 's'} {names} (another gain or a wider "
+            "excitation) before reading this as a missing model term")
+
+
+def _heldout_message(ratio: float, held: list[RunResidualStats], limits: AdequacyLimits, torque: bool = False,
+                     gaps: Sequence[ExcitationGap] = ()) -> str:
     """The held-out line: the worst joints and the suspect the evidence names. ``torque``: the held-out runs are
-    torque replays, whose link inertials the fit holds fixed (they are a suspect the fit runs cannot clear)."""
+    torque replays, whose link inertials the fit holds fixed (they are a suspect the fit runs cannot clear).
+    ``gaps``: the joints the held-out runs exercise beyond the fit runs (:func:`excitation_gaps`); they are named
+    as the cause in place of a missing model term (the worst joints not among them keep that clause)."""
     q = np.sqrt(np.mean([np.square(s.q_rms_mrad) for s in held], axis=0))
     worst = [int(j) + 1 for j in np.argsort(q)[::-1][:4] if q[j] >= 0.5 * q.max()]
     text = f"held-out error is {ratio:.1f}x the fit error, worst on joints {'/'.join(map(str, sorted(worst)))}"
@@ -248,13 +318,22 @@ def _heldout_message(ratio: float, held: list[RunResidualStats], limits: Adequac
         joints = sorted({j for s in held for j in s.self_motion_joints})
         text += (f", {100 * float(np.mean(shares)):.0f} % of it in self-motion (joints {'/'.join(map(str, joints))}): "
                  "consider static friction (--fit_groups armature,mu_static,dynamic_ratio,viscous,delay) or a null-space term")
+        if gaps:
+            text += "; " + _excitation_clause(gaps)
     elif torque:
         text += (": a torque replay holds the link inertials fixed (the robot config's, or --nominal's), and an "
                  "inertial error that depends on the posture (the wrist's gravity most) shows on a run in other poses "
                  "before it shows on the fit runs; compare the rigid-body step's torque prediction on this run (scripts/identify_rigid_body.py with it "
                  "in --heldout) and identify on more poses (docs/rigid_body.md) before a richer friction law")
     else:
-        text += ": the model misses something the held-out run exercises (other gains or waveform)"
+        generic = "the model misses something the held-out run exercises (other gains or waveform)"
+        rest = sorted(set(worst) - {g.joint for g in gaps})
+        if not gaps:
+            text += ": " + generic
+        else:
+            text += ": " + _excitation_clause(gaps)
+            if rest:
+                text += f"; on joint{'' if len(rest) == 1 else 's'} {'/'.join(map(str, rest))} {generic}"
     return text
 
 
