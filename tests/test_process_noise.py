@@ -89,3 +89,15 @@ def test_without_a_disturbance_the_widening_stays_moderate():
     print(f"\nno disturbance: sigma common {pn.sigma_common:.4f}, widest x{max(f.values()):.2f}")
     assert pn.sigma_common < 0.008
     assert _coverage(res, sens, f) >= 0.85
+
+
+def test_a_joint_the_split_leaves_low_keeps_the_common_level(pushed):
+    """Non-negative least squares can put one joint's share on another (the self-motion joints' responses look
+    alike) and return 0 for a joint pushed like the rest: each joint is propagated at max(split, common)."""
+    from isaaclab_sysid.intervals.process_noise import Disturbance
+
+    d = Disturbance(np.array([0.0, 0.03, 0.01]), 0.02, 0.1, [], [])
+    np.testing.assert_array_equal(d.propagated, [0.02, 0.03, 0.02])
+    _, _, pn, _ = pushed
+    np.testing.assert_array_equal(pn.propagated, np.maximum(pn.sigma_w, pn.sigma_common))
+    assert pn.to_json()["sigma_propagated_nm"] == pn.propagated.tolist()

@@ -417,6 +417,7 @@ def compute_all(
     delay_max: int = 8,
     omitted_groups: Sequence[str] = OMITTED_GROUPS,
     basins: bool = True,
+    process_noise_floor: bool = True,
 ) -> IntervalReport:
     """Every interval method on one fit (see module docstring); the result's loss and run weights are used.
 
@@ -425,6 +426,8 @@ def compute_all(
     ``omitted_groups``: groups the fit left out whose free refit every interval holds (intervals/omitted.py; empty
     keeps the intervals conditional on their nominal values). ``basins``: search a friction law's other basin and
     hold it in every interval where it is within the noise (intervals/basins.py; False keeps them local).
+    ``process_noise_floor``: each joint's torque disturbance at least the common level (intervals/process_noise.py;
+    False: the per-joint split alone, for benchmarks/process_noise_coverage.py's comparison).
     """
     if method not in SELECTABLE:
         raise ValueError(f"unknown interval method '{method}' (choose from {', '.join(SELECTABLE)})")
@@ -466,7 +469,8 @@ def compute_all(
                           "noise (Birge ratio): model-structure error the noise does not explain; every interval widened "
                           "by max(that, its own ratio)")
     t0 = time.perf_counter()
-    pn = assess_process_noise(backend, space, x0, runs, sens, weights, traj_weights, seed=seed)
+    pn = assess_process_noise(backend, space, x0, runs, sens, weights, traj_weights, seed=seed,
+                              common_floor=process_noise_floor)
     structure["process_noise"] = pn.to_json()
     timing["process_noise"] = time.perf_counter() - t0
     flag_warns += widen_for_process_noise(sets, pn, space)
