@@ -284,12 +284,13 @@ def predicted_gain_normal(space: ParamSpace, sens: Sensitivity, H: np.ndarray, g
 def _replicate_sd(backend: ReplayBackend, space: ParamSpace, x: np.ndarray, runs: Sequence[Run], sens: Sensitivity,
                   weights: LossWeights, traj_weights: Sequence[float] | None, C: np.ndarray) -> np.ndarray:
     """(|S|,) standard error of the efficient score over replicates pushed by the estimated torque disturbance
-    (intervals/process_noise.py): under process noise the kernel meat under-counts the score's variance."""
+    (intervals/process_noise.py; each joint at least the common level, as the intervals propagate it): under process
+    noise the kernel meat under-counts the score's variance."""
     try:
         est = estimate_process_noise(backend, space, x, list(runs), sens, weights, traj_weights)
     except TypeError:  # a backend that cannot inject a disturbance: the kernel estimate alone
         return np.zeros(C.shape[0])
     S = np.asarray([C @ sens.score_sum(rs) for rs in
-                    replicate_residuals(backend, space, x, list(runs), weights, traj_weights, est.sigma_w, est.base,
+                    replicate_residuals(backend, space, x, list(runs), weights, traj_weights, est.propagated, est.base,
                                         est.white)])
     return np.sqrt(np.mean(S**2, axis=0))
