@@ -105,9 +105,15 @@ def joint(robot, seconds: float, seed: int, kp_scale: float = 1.0):
     return joint_target(robot, seconds, seed, f"joint_{seed}", kp=kp_scale * JOINT_KP, kd=kp_scale * JOINT_KD)
 
 
+#: the task-impedance matrix cells' fit runs' (translational [N/m], rotational [N m/rad]) stiffness, and the held-out
+#: run's (other gains than the fit)
+TASK_FIT_GAINS = ((200.0, 20.0), (200.0, 20.0))
+TASK_HELD_GAINS = (500.0, 30.0)
+
+
 def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int | None = None,
                 rate_hz: float = 1000.0, tau_noise: float | None = None, heldout_to_fit: bool = True,
-                auto_laws: str | None = None) -> dict:
+                auto_laws: str | None = None, task_fit_gains: Sequence[tuple[float, float]] = TASK_FIT_GAINS) -> dict:
     """One cell: record the twin of ``truth`` under ``controller`` logged at ``rate_hz``, run the fit job with its
     defaults, score. The 1 kHz joint-PD and task-impedance cells keep :data:`NOISE` (the first matrix's); every other
     cell has :func:`~isaaclab_sysid.twin.law_twins.matrix_noise` (quantization, stale rows below 1 kHz; servo: no
@@ -117,7 +123,9 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
     gives it; it enters only the evaluation and the verdict, never the fit or the law choice); False: the verdict
     sees the fit runs alone. Either way the row records the verdict, the numbers at a bound and the chosen model's
     cross-validation cost (out-of-sample minus in-sample score, summed over the blocks, when the law step ran it).
-    ``auto_laws``: the law step's candidates (``--auto_laws``; None: the fit's default)."""
+    ``auto_laws``: the law step's candidates (``--auto_laws``; None: the fit's default). ``task_fit_gains``: the
+    task-impedance fit runs' (translational [N/m], rotational [N m/rad]) stiffness, one pair per run (the held-out
+    run's stays :data:`TASK_HELD_GAINS`); a pair other than the default names the cell's folder."""
     from pathlib import Path
 
     from isaaclab_sysid.data import write_run
@@ -138,9 +146,12 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
         targets = [joint(robot, seconds, 40), joint(robot, seconds, 50)]
         held = joint(robot, seconds, 60, kp_scale=1.5)
     else:
-        targets = [task(robot, "chirp", seconds, 200, 20, 1), task(robot, "multiband", seconds, 200, 20, 5)]
-        held = task(robot, "multiband", seconds, 500, 30, 7)
-    work = Path(work) / f"{truth}_{controller}_{rate_hz:g}hz"
+        (k1, r1), (k2, r2) = task_fit_gains
+        targets = [task(robot, "chirp", seconds, k1, r1, 1), task(robot, "multiband", seconds, k2, r2, 5)]
+        held = task(robot, "multiband", seconds, *TASK_HELD_GAINS, 7)
+    gains = ("" if controller != "task_impedance" or tuple(map(tuple, task_fit_gains)) == TASK_FIT_GAINS else
+             "_gains_" + "_".join(f"{k:g}-{r:g}" for k, r in task_fit_gains))
+    work = Path(work) / f"{truth}_{controller}_{rate_hz:g}hz{gains}"
     work.mkdir(parents=True, exist_ok=True)
     rec = lambda t, seed: record_law_twin(robot, t, tp, controller, rate_hz, seed)  # noqa: E731
     csvs = [str(write_run(rec(t, i + 1), work / f"fit_{i}.csv")[0]) for i, t in enumerate(targets)]
@@ -173,7 +184,7 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
                 "--fit_groups auto, friction law")), None),
             "bic": {sc["law"]: sc["bic"] if sc["bic"] is not None else f"forecast {sc['forecast_bic']}" for sc in scores},
             "loro_delta": {sc["law"]: sc.get("loro_delta") for sc in scores if sc.get("loro_delta") is not None},
-            "heldout_to_fit": heldout_to_fit, "n_eff_method": lc.N_EFF_METHOD,
+            "heldout_to_fit": heldout_to_fit, "n_eff_method": lc.N_EFF_METHOD, "task_fit_gains": [list(g) for g in task_fit_gains],
             "n_eff": law.get("n_eff"), "n": law.get("n"),
             "heldout_over_fit": res.adequacy.heldout_over_fit if res.adequacy else None,
             "residual_over_floor": res.adequacy.residual_over_floor if res.adequacy else None,
@@ -597,6 +608,9 @@ def main() -> int:
                     "the answer's own cross-validation cost against a right model's (Geyer n_eff; the cutoff's for comparison)")
     ap.add_argument("--auto-laws", default=None, help="the matrix fits' law-step candidates (--auto_laws, e.g. "
                     "stribeck,sigmoid,load,dahl; default: the fit's)")
+    ap.add_argument("--task-fit-gains", default="200/20,200/20", help="the task-impedance cells' two fit runs' "
+                    "stiffness, translational/rotational [N/m]/[N m/rad] per run (the held-out run's: 500/30); "
+                    "another pair is kept in its own cell folder")
     ap.add_argument("--coverage", nargs="+", metavar="CELL", help="kept matrix cells (--work DIR/<cell>): each fit's "
                     "95 %% intervals against the twin's truth (the interval stage runs where intervals.json is missing)")
     a = ap.parse_args()
@@ -637,13 +651,17 @@ def main() -> int:
         import tempfile
 
         rows = []
+        gains = [tuple(float(v) for v in g.split("/")) for g in a.task_fit_gains.split(",")]
+        if len(gains) != 2 or any(len(g) != 2 for g in gains):
+            ap.error(f"--task-fit-gains {a.task_fit_gains}: two runs' K/R, e.g. 200/20,350/25")
         keep = contextlib.nullcontext(a.work) if a.work else tempfile.TemporaryDirectory()
         with keep as work:
             for truth in a.truths.split(","):
                 for ctl in a.controllers.split(","):
                     for rate in (float(v) for v in a.rates.split(",")):
                         r = matrix_cell(truth, ctl, a.seconds or (1.5 if a.ci else 3.0), work, a.threads, rate,
-                                        a.tau_noise, heldout_to_fit=not a.fit_runs_only, auto_laws=a.auto_laws)
+                                        a.tau_noise, heldout_to_fit=not a.fit_runs_only, auto_laws=a.auto_laws,
+                                        task_fit_gains=gains)
                         rows.append(r)
                         print(f"truth {r['truth']:8s} {r['controller']:15s} {rate:6g} Hz -> {r['chosen']:8s} delay "
                               f"{r['delay']} held-out {r['heldout_over_floor']:.2f}x floor "
