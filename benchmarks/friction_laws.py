@@ -184,7 +184,7 @@ def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int 
                 "--fit_groups auto, friction law")), None),
             "bic": {sc["law"]: sc["bic"] if sc["bic"] is not None else f"forecast {sc['forecast_bic']}" for sc in scores},
             "loro_delta": {sc["law"]: sc.get("loro_delta") for sc in scores if sc.get("loro_delta") is not None},
-            "heldout_to_fit": heldout_to_fit, "n_eff_method": lc.N_EFF_METHOD, "task_fit_gains": [list(g) for g in task_fit_gains],
+            "heldout_to_fit": heldout_to_fit, "n_eff_method": lc.N_EFF_METHOD, "task_fit_gains": [list(g) for g in task_fit_gains] if controller == "task_impedance" else None,
             "n_eff": law.get("n_eff"), "n": law.get("n"),
             "heldout_over_fit": res.adequacy.heldout_over_fit if res.adequacy else None,
             "residual_over_floor": res.adequacy.residual_over_floor if res.adequacy else None,
@@ -651,7 +651,10 @@ def main() -> int:
         import tempfile
 
         rows = []
-        gains = [tuple(float(v) for v in g.split("/")) for g in a.task_fit_gains.split(",")]
+        try:
+            gains = [tuple(float(v) for v in g.split("/")) for g in a.task_fit_gains.split(",")]
+        except ValueError:
+            gains = []
         if len(gains) != 2 or any(len(g) != 2 for g in gains):
             ap.error(f"--task-fit-gains {a.task_fit_gains}: two runs' K/R, e.g. 200/20,350/25")
         keep = contextlib.nullcontext(a.work) if a.work else tempfile.TemporaryDirectory()

@@ -53,8 +53,9 @@ def record_cell(law: str, controller: str, seed: int, work: Path, seconds: float
 
     robot = load_robot("franka_panda")
     if controller == "task_impedance":
-        targets = [fl.task(robot, "chirp", seconds, 200, 20, 1), fl.task(robot, "multiband", seconds, 200, 20, 5)]
-        held = fl.task(robot, "multiband", seconds, 500, 30, 7)
+        (k1, r1), (k2, r2) = fl.TASK_FIT_GAINS
+        targets = [fl.task(robot, "chirp", seconds, k1, r1, 1), fl.task(robot, "multiband", seconds, k2, r2, 5)]
+        held = fl.task(robot, "multiband", seconds, *fl.TASK_HELD_GAINS, 7)
     else:
         targets = [fl.joint(robot, seconds, 40), fl.joint(robot, seconds, 50)]
         held = fl.joint(robot, seconds, 60, kp_scale=1.5)
@@ -66,7 +67,9 @@ def record_cell(law: str, controller: str, seed: int, work: Path, seconds: float
 
 
 def score(rows: list[dict]) -> dict:
-    """Coverage of ``rows`` (label, truth, value, lower, upper, flagged): inside, std(z), misses."""
+    """Coverage of ``rows`` (label, truth, value, lower, upper, flagged): inside, the spread of z (``std_z``, about
+    the mean ``mean_z``; ``rms_z`` about 0, which a bias raises too; each 1, 0 and 1 for calibrated, unbiased
+    intervals; None without a bounded row), misses."""
     z, misses, n = [], [], 0
     for r in rows:
         n += 1
@@ -80,7 +83,9 @@ def score(rows: list[dict]) -> dict:
         if not r["lower"] <= r["truth"] <= r["upper"]:
             misses.append(r)
     z = np.asarray(z)
-    return {"compared": n, "inside": n - len(misses), "std_z": float(np.std(z[np.isfinite(z)])) if z.size else None,
+    z = z[np.isfinite(z)]
+    return {"compared": n, "inside": n - len(misses), "std_z": float(np.std(z)) if z.size else None,
+            "mean_z": float(np.mean(z)) if z.size else None, "rms_z": float(np.sqrt(np.mean(z**2))) if z.size else None,
             "unflagged_misses": sum(not m["flagged"] for m in misses), "flagged_misses": sum(m["flagged"] for m in misses),
             "missed": sorted(m["label"] for m in misses if not m["flagged"])}
 
@@ -89,11 +94,12 @@ def seed_rows(law: str, fit_dir: Path, floor: bool) -> tuple[list[dict], dict]:
     """One fit's intervals (the interval stage, ``process_noise_floor=floor``) against the truth, and the disturbance."""
     from isaaclab_sysid.export.build import FitContext
     from isaaclab_sysid.intervals.combine import compute_all
+    from isaaclab_sysid.sim.friction import law_of_groups
 
     ctx = FitContext.load(fit_dir)
     prob = ctx.problem()
     rep = compute_all(prob.backend, ctx.result, prob.runs, prob.heldout, process_noise_floor=floor)
-    truth = fl.truth_of(law, law)
+    truth = fl.truth_of(law, law_of_groups(ctx.space.group_names).name)  # another law's numbers have no truth
     names = list(ctx.space.joint_names)
     rows = []
     for iv in rep.chosen().intervals:
@@ -136,8 +142,10 @@ def main() -> int:
     out = {"law": a.law, "controller": a.controller, "groups": groups, "seeds": seeds_of(a.seeds),
            "rules": {k: score(v) for k, v in rows.items()}, "disturbance": dist, "wall_s": time.perf_counter() - t0}
     for k, v in out["rules"].items():
+        zs = ("no bounded interval" if v["std_z"] is None else
+              f"z std {v['std_z']:.2f}, mean {v['mean_z']:+.2f}, rms {v['rms_z']:.2f}")
         print(f"{k:>10s}: {v['inside']} of {v['compared']} inside ({100 * v['inside'] / max(v['compared'], 1):.1f} %), "
-              f"std(z) {v['std_z']:.2f}, misses unflagged {v['unflagged_misses']}, flagged {v['flagged_misses']}")
+              f"{zs}, misses unflagged {v['unflagged_misses']}, flagged {v['flagged_misses']}")
     print(f"wall {out['wall_s']:.0f} s")
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))

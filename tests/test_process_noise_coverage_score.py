@@ -26,7 +26,15 @@ def test_score_counts_inside_misses_and_the_spread_of_z():
     assert (s["unflagged_misses"], s["flagged_misses"]) == (1, 2)
     assert s["missed"] == ["c"]
     # z of the four bounded rows: 0, 0.98, 3, -5 (a half-width of 0.196 is 1.96 sigma of 0.1)
-    assert s["std_z"] == pytest.approx(float(np.std([0.0, 0.98, 3.0, -5.0])), rel=1e-9)
+    z = np.array([0.0, 0.98, 3.0, -5.0])
+    assert s["std_z"] == pytest.approx(float(np.std(z)), rel=1e-9)
+    assert s["mean_z"] == pytest.approx(float(np.mean(z)), rel=1e-9)
+    assert s["rms_z"] == pytest.approx(float(np.sqrt(np.mean(z**2))), rel=1e-9)  # a bias shows here, not in std_z
+
+
+def test_no_bounded_interval_gives_no_spread():
+    s = pnc.score([_row("e", 2.0, 1.0, None, flagged=True)])
+    assert s["std_z"] is None and s["rms_z"] is None and (s["inside"], s["flagged_misses"]) == (0, 1)
 
 
 def test_an_unbounded_interval_must_be_flagged():

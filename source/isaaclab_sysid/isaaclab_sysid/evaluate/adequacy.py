@@ -280,8 +280,8 @@ def excitation_gaps(fit_dq: Sequence[np.ndarray], held_dq: Sequence[np.ndarray])
         h = held[np.isfinite(held[:, j]), j]
         if not h.size or not any(v.size for v in per_run):
             continue
-        held_rms = float(np.sqrt(np.mean(h**2)))
-        top = max(float(np.sqrt(np.mean(v**2))) for v in per_run if v.size)
+        held_rms = float(rms(h))
+        top = max(float(rms(v)) for v in per_run if v.size)
         ratio = held_rms / top if top > 0 else (np.inf if held_rms > 0 else 1.0)
         if ratio >= EXCITATION_RATIO:
             still = float(np.mean(np.abs(np.concatenate(per_run)) < STILL_DQ))
@@ -298,20 +298,22 @@ def _excitation_clause(gaps: Sequence[ExcitationGap]) -> str:
     return (f"joint{'' if one else 's'} {names} move{'s' if one else ''} {ratios} faster in the held-out runs than "
             f"in any fit run (RMS |dq| {'/'.join(f'{g.held_rms:.2g}' for g in gaps)} against at most "
             f"{'/'.join(f'{g.fit_rms:.2g}' for g in gaps)} rad/s; still in "
-            f"{'/'.join(f'{100 * g.still_share:.0f}' for g in gaps)} % of the fit runs' samples): the fit runs do not "
-            f"pin {whose} friction and armature, so the held-out run extrapolates "
-            f"them; record a fit run that moves joint{'' if one else 's'} {names} (another gain or a wider "
-            "excitation) before reading this as a missing model term")
+            f"{'/'.join(f'{100 * g.still_share:.0f}' for g in gaps)} % of the fit runs' samples): the held-out run "
+            f"takes {'it' if one else 'them'} beyond the speeds the fit runs cover, where {whose} friction and "
+            f"armature are extrapolated; record a fit run that moves joint{'' if one else 's'} {names} (another gain "
+            "or a wider excitation) before reading this as a missing model term")
 
 
 def _heldout_message(ratio: float, held: list[RunResidualStats], limits: AdequacyLimits, torque: bool = False,
                      gaps: Sequence[ExcitationGap] = ()) -> str:
     """The held-out line: the worst joints and the suspect the evidence names. ``torque``: the held-out runs are
     torque replays, whose link inertials the fit holds fixed (they are a suspect the fit runs cannot clear).
-    ``gaps``: the joints the held-out runs exercise beyond the fit runs (:func:`excitation_gaps`); they are named
-    as the cause in place of a missing model term (the worst joints not among them keep that clause)."""
+    ``gaps``: the joints the held-out runs exercise beyond the fit runs (:func:`excitation_gaps`); those among the
+    worst joints are named as the cause in place of a missing model term (the worst joints not among them keep that
+    clause; a gap on a joint whose held-out error is small is not a cause and is not named)."""
     q = np.sqrt(np.mean([np.square(s.q_rms_mrad) for s in held], axis=0))
     worst = [int(j) + 1 for j in np.argsort(q)[::-1][:4] if q[j] >= 0.5 * q.max()]
+    gaps = [g for g in gaps if g.joint in worst]
     text = f"held-out error is {ratio:.1f}x the fit error, worst on joints {'/'.join(map(str, sorted(worst)))}"
     shares = [s.self_motion_share for s in held if s.self_motion_share is not None]
     if shares and float(np.mean(shares)) > limits.self_motion_share:

@@ -230,9 +230,11 @@ def widen_for_process_noise(sets: dict[str, IntervalSet], pn: ProcessNoise, spac
         return [f"intervals: the logged torque's white noise (measured from the log: [{sig}] N m per row) drives the "
                 f"replay and moves the fitted numbers more than the window-cluster sandwich sees: intervals widened up "
                 f"to x{worst:.1f} (intervals/torque_input_noise.py)"]
+    carried = pn.sigma_w if pn.propagated is None else pn.propagated
     return [f"intervals: an unmodelled torque disturbance of about {pn.sigma_common:.2g} N m per 1 ms tick (per joint, "
-            f"at most [{sig}]; estimated from the residual's smooth part) moves the fitted numbers more than the "
-            f"measurement noise does: intervals widened up to x{worst:.1f}"]
+            f"propagated at [{', '.join(f'{s:.2g}' for s in carried)}], the split [{sig}] floored at the common level; "
+            f"estimated from the residual's smooth part) moves the fitted numbers more than the measurement noise "
+            f"does: intervals widened up to x{worst:.1f}"]
 
 
 def widen_conditional(sets: dict[str, IntervalSet], agree: Consistency, pn: ProcessNoise, labels: list[str],

@@ -76,8 +76,8 @@ class Disturbance:
     Attributes:
         sigma_w: (N,) per joint [N m per 1 ms tick], non-negative least squares over the channels (it may put on
             one joint what several share: wide on one, narrow on another).
-        sigma_common: one level for every joint [N m], a steadier figure to read (the twin's 0.01 N m came out
-            0.008-0.011 at the CI size).
+        sigma_common: one level for every joint [N m per tick], steadier than the split (the twin's 0.01 N m came
+            out 0.008-0.011 at the CI size) and the floor of what each joint is propagated at (:attr:`propagated`).
         coloured_share: share of the residual energy that is smooth (not white measurement noise).
         base: per run, the rollout of x0; white: per run, (C,) white-noise variance of the residual channels.
     """
@@ -102,6 +102,10 @@ class ProcessNoise:
     Attributes:
         sigma_w: (N,) estimated white torque disturbance per joint [N m per 1 ms tick] (:class:`Disturbance`);
         sigma_common: the same as one level for every joint [N m].
+        propagated: (N,) what the replicates carried [N m per tick], ``max(sigma_w, sigma_common)`` per joint
+            (None where nothing was propagated at that rule: a skipped check, or a torque replay's input noise,
+            whose ``sigma_w`` is the logged torque's noise and is propagated as it is).
+        source: "disturbance", or "torque_input" (a torque replay's logged-torque noise).
         coloured_share: share of the residual energy that is coloured (not white measurement noise), 0-1.
         std: (p,) standard errors of the continuous numbers the disturbance and noise cause (decoded units).
         labels: the continuous numbers' labels.
@@ -115,8 +119,8 @@ class ProcessNoise:
     replicates: int
     skipped: str = ""
     sigma_common: float = 0.0
-    source: str = "disturbance"  # or "torque_input": a torque replay's logged-torque noise (intervals/torque_input_noise.py)
-    propagated: np.ndarray | None = None  # (N,) what the replicates carried [N m] (None: sigma_w, as in older files)
+    source: str = "disturbance"
+    propagated: np.ndarray | None = None
 
     def to_json(self) -> dict:
         return {"sigma_w_nm": self.sigma_w.tolist(), "sigma_common_nm": self.sigma_common,
