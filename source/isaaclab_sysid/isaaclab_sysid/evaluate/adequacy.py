@@ -7,8 +7,9 @@ data, from four diagnostics of the fitted candidate's joint-position residual
 * **held-out over fit**: q RMS on the held-out runs over q RMS on the fit runs. A
   right model generalizes (about 1); a model that fitted the fit runs by bending
   its parameters does not. A held-out run that moves a joint at least twice as fast
-  (RMS |dq|) as any fit run extrapolates that joint's numbers, which the fit runs do
-  not pin: the message names it (:func:`excitation_gaps`) before a missing model term.
+  (RMS |dq|) as any fit run takes it beyond the speeds the fit runs cover, where its
+  numbers are extrapolated: the message names it (:func:`excitation_gaps`; the worst
+  joints only) before a missing model term.
 * **residual over noise floor**: the fit runs' q RMS over a floor measured from two
   repeats of one excitation (``--noise_floor_from A.csv B.csv``: RMS of their q
   difference / sqrt(2), :mod:`isaaclab_sysid.evaluate.noise_floor`), or one the user
@@ -266,8 +267,8 @@ class ExcitationGap:
 def excitation_gaps(fit_dq: Sequence[np.ndarray], held_dq: Sequence[np.ndarray]) -> list[ExcitationGap]:
     """The joints exercised beyond the fit runs, from the measured joint velocities ``fit_dq[r]``, ``held_dq[r]``
     ((T_r, N) [rad/s]): those whose held-out RMS |dq| (pooled over the held-out runs' samples) is at least
-    :data:`EXCITATION_RATIO` times the largest fit run's RMS |dq|. The fit runs cannot pin such a joint's friction
-    and armature, and the held-out run extrapolates them. NaN samples are left out; a joint without a finite sample
+    :data:`EXCITATION_RATIO` times the largest fit run's RMS |dq|: the held-out run takes such a joint beyond the
+    speeds the fit runs cover, where its friction and armature are extrapolated. NaN samples are left out; a joint without a finite sample
     in the fit runs or in the held-out runs is skipped (nothing to compare). ``still_share`` counts the fit runs'
     samples below :data:`STILL_DQ` (0.01 rad/s): a plain slow-joint mark that shows how little the fit runs move it."""
     if not fit_dq or not held_dq:

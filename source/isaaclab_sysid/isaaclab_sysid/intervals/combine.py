@@ -232,7 +232,7 @@ def widen_for_process_noise(sets: dict[str, IntervalSet], pn: ProcessNoise, spac
                 f"to x{worst:.1f} (intervals/torque_input_noise.py)"]
     carried = pn.sigma_w if pn.propagated is None else pn.propagated
     return [f"intervals: an unmodelled torque disturbance of about {pn.sigma_common:.2g} N m per 1 ms tick (per joint, "
-            f"propagated at [{', '.join(f'{s:.2g}' for s in carried)}], the split [{sig}] floored at the common level; "
+            f"propagated at [{', '.join(f'{s:.2g}' for s in carried)}] from the split [{sig}]; "
             f"estimated from the residual's smooth part) moves the fitted numbers more than the measurement noise "
             f"does: intervals widened up to x{worst:.1f}"]
 
