@@ -110,7 +110,7 @@ def test_a_floor_excess_suggests_the_static_group_only_to_a_fit_without_it():
                               (["armature", "mu_static", "dynamic_ratio", "stribeck_velocity", "viscous"], False)):
         a = assess(runs, rollouts, 2, noise_floor_mrad=0.1, fitted_groups=groups)  # residual 3x the given floor
         line = next(m for m in a.messages if m.startswith("the fit runs' residual"))
-        assert a.verdict == "misfit" and ("try the static-friction group" in line) == suggested, line
+        assert a.verdict == "misfit" and ("try static friction (--fit_groups" in line) == suggested, line
         assert "--noise_floor_from" not in line  # a given floor is not an estimate
     # no floor given: estimated as the residual's white part, which leaves out a smooth residual (torque noise moving
     # the arm); the line says so and names the flag that measures the floor
@@ -120,4 +120,4 @@ def test_a_floor_excess_suggests_the_static_group_only_to_a_fit_without_it():
     a = assess(runs, smooth, 2, fitted_groups=["armature", "mu_static"])
     line = next(m for m in a.messages if m.startswith("the fit runs' residual"))
     assert a.floor_source == "estimated" and "--noise_floor_from" in line, line
-    assert "try the static-friction group" not in line, line
+    assert "try static friction" not in line, line

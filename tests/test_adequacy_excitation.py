@@ -154,3 +154,28 @@ def test_a_joint_moved_faster_whose_heldout_error_is_small_is_not_named():
     assert [g.joint for g in gaps] == [1]
     line = _heldout_message(6.3, _stats(None), AdequacyLimits(), gaps=gaps)
     assert line == f"held-out error is 6.3x the fit error, worst on joints 2/4/7: {GENERIC}", line
+
+
+def test_the_static_advice_follows_the_fitted_law():
+    """One law per fit: a load, sigmoid or Dahl fit is told static friction replaces its law, a fit with static
+    friction is not told to add it, and the advice reaches the held-out, floor and slow-segment lines."""
+    from isaaclab_sysid.evaluate.adequacy import STATIC_GROUPS, _speed_messages, static_advice
+
+    assert static_advice(["armature", "friction", "viscous", "delay"]) == f"static friction (--fit_groups {STATIC_GROUPS})"
+    assert static_advice(()) == static_advice(["armature", "friction"])  # groups not known: the Coulomb advice
+    for law, groups in (("load", ["friction", "load_friction_motor", "load_friction_external"]),
+                        ("sigmoid", ["sigmoid_amplitude", "sigmoid_slope"]), ("dahl", ["friction", "presliding_stiffness"])):
+        text = static_advice(["armature", "viscous", "delay", *groups])
+        assert text.startswith(f"static friction in place of the fitted {law} law (one law per fit"), text
+    assert static_advice(["armature", "mu_static", "dynamic_ratio", "viscous"]) is None
+    line = _heldout_message(6.3, _stats(0.8), AdequacyLimits(), fitted_groups=["armature", "mu_static", "viscous"])
+    assert line.endswith("the fit already has static friction (mu_static); consider a null-space term"), line
+    line = _heldout_message(6.3, _stats(0.8), AdequacyLimits(), fitted_groups=["friction", "load_friction_motor"])
+    assert "consider static friction in place of the fitted load law" in line and line.endswith("or a null-space term")
+    slow = [RunResidualStats("fit", False, [0.3] * 7, 1.0, [0.3] * 7, [1.0] * 6 + [0.1], None, [])]
+    for groups, end in ((["mu_static", "stribeck_velocity"], "the fit already has static friction (mu_static)"),
+                        (["mu_static"], "also fits the Stribeck velocity and shape"),
+                        (["friction"], f"consider static friction (--fit_groups {STATIC_GROUPS})")):
+        msgs: list[str] = []
+        assert _speed_messages(slow, AdequacyLimits(), msgs, groups)
+        assert msgs[-1].startswith("the residual concentrates in slow segments on joints 7") and msgs[-1].endswith(end), msgs

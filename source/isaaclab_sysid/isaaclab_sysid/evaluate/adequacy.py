@@ -62,6 +62,7 @@ from isaaclab_sysid.evaluate.noise_floor import NoiseFloor
 from isaaclab_sysid.evaluate.torque_residual import TorqueResidualDiagnostics
 from isaaclab_sysid.evaluate.torque_residual import messages as torque_messages
 from isaaclab_sysid.objective.adequacy_record import MISFIT_NUMBERS, Adequacy, AdequacyLimits, RunResidualStats
+from isaaclab_sysid.sim.friction import law_of_groups
 from isaaclab_sysid.sim.interface import RunRollout
 
 
@@ -172,14 +173,15 @@ def assess(
         bad = True
         msgs.append(_heldout_message(ratio, held_s, limits,
                                      torque=any(r.meta.controller == "torque" for r in runs[n_fit:]),
-                                     gaps=excitation_gaps([r.dq for r in runs[:n_fit]], [r.dq for r in runs[n_fit:]])))
+                                     gaps=excitation_gaps([r.dq for r in runs[:n_fit]], [r.dq for r in runs[n_fit:]]),
+                                     fitted_groups=fitted_groups))
     if over > limits.max_floor_ratio:
         bad = True
         what = {"given": "the given noise floor", "repeats": "the noise floor measured from the repeats",
                 "shooting": "the drift floor of the windows' measured start states"}.get(
             source, "the white measurement noise estimated from it")
-        hint = ("; joints that stick: try the static-friction group (--fit_groups "
-                "armature,mu_static,dynamic_ratio,viscous,delay)" if "mu_static" not in fitted_groups else "")
+        advice = static_advice(fitted_groups)
+        hint = f"; joints that stick: try {advice}" if advice else ""
         if source == "estimated":
             hint += ("; this floor was estimated without repeats and leaves out noise that moves the arm (torque noise "
                      "acting on it leaves a smooth residual): give repeats with --noise_floor_from to measure it")
@@ -194,7 +196,7 @@ def assess(
         msgs += lines
     timed = [s for s, a, r in zip(stats, ages, runs) if not a and r.meta.controller != "torque"]
     if timed:
-        bad |= _speed_messages(timed, limits, msgs)
+        bad |= _speed_messages(timed, limits, msgs, fitted_groups)
     verdict = "misfit" if bad else "adequate"
     stated = [r.name for r in runs[:n_fit] if r.meta.controller == "joint_pd" and np.all(np.isfinite(r.meta.kp))
               and np.all(np.isfinite(r.meta.kd))]
@@ -305,13 +307,37 @@ def _excitation_clause(gaps: Sequence[ExcitationGap]) -> str:
             "or a wider excitation) before reading this as a missing model term")
 
 
+#: the static-friction groups the verdict suggests (the Stribeck law at its default speed and shape)
+STATIC_GROUPS = "armature,mu_static,dynamic_ratio,viscous,delay"
+
+
+def static_advice(fitted_groups: Sequence[str] = ()) -> str | None:
+    """What the verdict suggests for joints that stick, given the fit's parameter groups (``()``: not known).
+
+    None where the fit already has static friction (``mu_static``); the static-friction groups where its law is
+    Coulomb; where it fitted another law (load, sigmoid, Dahl), the same groups as a fit of their own in place of that
+    law, since one fit runs one law (:func:`~isaaclab_sysid.sim.friction.law_of_groups`)."""
+    gs = set(fitted_groups)
+    if "mu_static" in gs:
+        return None
+    try:
+        law = law_of_groups(gs).name
+    except ValueError:
+        law = "coulomb"
+    if law == "coulomb":
+        return f"static friction (--fit_groups {STATIC_GROUPS})"
+    return (f"static friction in place of the fitted {law} law (one law per fit: --fit_groups {STATIC_GROUPS} as a "
+            "fit of its own, compared with this one on the held-out run)")
+
+
 def _heldout_message(ratio: float, held: list[RunResidualStats], limits: AdequacyLimits, torque: bool = False,
-                     gaps: Sequence[ExcitationGap] = ()) -> str:
+                     gaps: Sequence[ExcitationGap] = (), fitted_groups: Sequence[str] = ()) -> str:
     """The held-out line: the worst joints and the suspect the evidence names. ``torque``: the held-out runs are
     torque replays, whose link inertials the fit holds fixed (they are a suspect the fit runs cannot clear).
     ``gaps``: the joints the held-out runs exercise beyond the fit runs (:func:`excitation_gaps`); those among the
     worst joints are named as the cause in place of a missing model term (the worst joints not among them keep that
-    clause; a gap on a joint whose held-out error is small is not a cause and is not named)."""
+    clause; a gap on a joint whose held-out error is small is not a cause and is not named). ``fitted_groups``: the
+    fit's groups; the self-motion clause suggests static friction only to a fit without it (:func:`static_advice`)."""
     q = np.sqrt(np.mean([np.square(s.q_rms_mrad) for s in held], axis=0))
     worst = [int(j) + 1 for j in np.argsort(q)[::-1][:4] if q[j] >= 0.5 * q.max()]
     gaps = [g for g in gaps if g.joint in worst]
@@ -319,8 +345,10 @@ def _heldout_message(ratio: float, held: list[RunResidualStats], limits: Adequac
     shares = [s.self_motion_share for s in held if s.self_motion_share is not None]
     if shares and float(np.mean(shares)) > limits.self_motion_share:
         joints = sorted({j for s in held for j in s.self_motion_joints})
+        advice = static_advice(fitted_groups)
         text += (f", {100 * float(np.mean(shares)):.0f} % of it in self-motion (joints {'/'.join(map(str, joints))}): "
-                 "consider static friction (--fit_groups armature,mu_static,dynamic_ratio,viscous,delay) or a null-space term")
+                 + (f"consider {advice} or a null-space term" if advice else
+                    "the fit already has static friction (mu_static); consider a null-space term"))
         if gaps:
             text += "; " + _excitation_clause(gaps)
     elif torque:
@@ -340,7 +368,8 @@ def _heldout_message(ratio: float, held: list[RunResidualStats], limits: Adequac
     return text
 
 
-def _speed_messages(stats: list[RunResidualStats], limits: AdequacyLimits, msgs: list[str]) -> bool:
+def _speed_messages(stats: list[RunResidualStats], limits: AdequacyLimits, msgs: list[str],
+                    fitted_groups: Sequence[str] = ()) -> bool:
     r = np.exp(np.mean([np.log(np.maximum(s.speed_ratio, 1e-300)) for s in stats], axis=0))  # geometric mean over runs
     fast = [int(j) + 1 for j in np.where(r > limits.max_speed_ratio)[0]]
     slow = [int(j) + 1 for j in np.where(r < 1.0 / limits.max_speed_ratio)[0]]
@@ -350,6 +379,9 @@ def _speed_messages(stats: list[RunResidualStats], limits: AdequacyLimits, msgs:
                     "for logs below 1 kHz and the delay bounds")
     if slow:
         msgs.append(f"the residual concentrates in slow segments on joints {'/'.join(map(str, slow))} (slow/fast "
-                    f"{', '.join(f'{1 / r[j - 1]:.1f}x' for j in slow)}): joints that stick; consider the static-friction "
-                    "group (--fit_groups armature,mu_static,dynamic_ratio,viscous,delay)")
+                    f"{', '.join(f'{1 / r[j - 1]:.1f}x' for j in slow)}): joints that stick; "
+                    + (f"consider {advice}" if (advice := static_advice(fitted_groups)) else
+                       "the fit already has static friction (mu_static)"
+                       + ("" if "stribeck_velocity" in fitted_groups else
+                          ", not its speed: --fit_groups auto also fits the Stribeck velocity and shape")))
     return bool(fast or slow)
