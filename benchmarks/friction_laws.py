@@ -105,9 +105,11 @@ def joint(robot, seconds: float, seed: int, kp_scale: float = 1.0):
     return joint_target(robot, seconds, seed, f"joint_{seed}", kp=kp_scale * JOINT_KP, kd=kp_scale * JOINT_KD)
 
 
-#: the task-impedance matrix cells' fit runs' (translational [N/m], rotational [N m/rad]) stiffness, and the held-out
-#: run's (other gains than the fit)
-TASK_FIT_GAINS = ((200.0, 20.0), (200.0, 20.0))
+#: the task-impedance matrix cells' fit runs' (translational [N/m], rotational [N m/rad]) stiffness, one per run, and
+#: the held-out run's (other gains than the fit). The fit runs are at two gains, as docs/excitation.md now asks of a
+#: recording: with both at 200/20 (the matrix until issue 46's ninth pass) joint 4 of the load twin is still in 95 % of
+#: their samples and that cell read 2.99x the floor on the held-out run (docs/benchmarks.md)
+TASK_FIT_GAINS = ((200.0, 20.0), (350.0, 25.0))
 TASK_HELD_GAINS = (500.0, 30.0)
 
 
@@ -608,7 +610,7 @@ def main() -> int:
                     "the answer's own cross-validation cost against a right model's (Geyer n_eff; the cutoff's for comparison)")
     ap.add_argument("--auto-laws", default=None, help="the matrix fits' law-step candidates (--auto_laws, e.g. "
                     "stribeck,sigmoid,load,dahl; default: the fit's)")
-    ap.add_argument("--task-fit-gains", default="200/20,200/20", help="the task-impedance cells' two fit runs' "
+    ap.add_argument("--task-fit-gains", default="200/20,350/25", help="the task-impedance cells' two fit runs' "
                     "stiffness, translational/rotational [N/m]/[N m/rad] per run (the held-out run's: 500/30); "
                     "another pair is kept in its own cell folder")
     ap.add_argument("--coverage", nargs="+", metavar="CELL", help="kept matrix cells (--work DIR/<cell>): each fit's "
