@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 LOCK := requirements/py312.lock
 # every extra the suite exercises (make test, make lock, make test-latest)
 EXTRAS_ALL := dev,isaaclab,import,ray,peers
-PYTEST_ARGS := -q -n 2 --dist loadfile tests
+PYTEST_ARGS := -q -n 2 --dist loadfile --durations=25 tests
 
 # The first Python 3.12 found: python3.12 on PATH, else a pyenv install.
 PYTHON312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \

@@ -1,18 +1,22 @@
 #!/usr/bin/env python
-"""Interval coverage over noise seeds on a friction-law matrix twin, with and without the process noise's common floor.
+"""Interval coverage over noise seeds on a friction-law matrix twin: the process-noise rule against an earlier one.
 
     python benchmarks/process_noise_coverage.py --law coulomb --controller task_impedance --seeds 1-12 --work W
 
 Each seed records a fresh data set of one matrix cell (benchmarks/friction_laws.py: the law's hidden truth, two
-3 s fit runs at one gain and a held-out run at other gains, 1 kHz, the first matrix's noise: 0.2 mrad, 2 mrad/s and
+3 s fit runs at the matrix's two gains (``friction_laws.TASK_FIT_GAINS``; joint PD: one) and a held-out run at other
+gains, 1 kHz, the first matrix's noise: 0.2 mrad, 2 mrad/s and
 0.02 N m of torque noise on every joint), fits it with fixed groups (``--groups``; default the law's own set) and
 computes the interval stage twice on the same fit, measured in the same run:
 
 * **propagated** (the product's rule): each joint's torque disturbance at least the common level
-  (intervals/process_noise.py, ``Disturbance.propagated``);
-* **split**: the per-joint non-negative least-squares split alone (the rule before issue 46's eighth pass).
+  (intervals/process_noise.py, ``Disturbance.propagated``), and the replicates' spread scaled by what
+  :data:`~isaaclab_sysid.intervals.process_noise.N_RELINEARIZED` of them, solved again at their one-step estimate,
+  show (``relinearized_factor``);
+* ``--compare one_step`` (default): the same without the re-linearized replicates (the rule of issue 46's eighth
+  pass); ``--compare split``: the per-joint non-negative least-squares split alone, one step (the rule before it).
 
-Per rule: how many of the numbers with a truth lie inside their 95 % interval, the standard deviation of
+Per rule, and per joint: how many of the numbers with a truth lie inside their 95 % interval, the standard deviation of
 z = (truth - value) / (half-width / 1.96) over them (1 for calibrated intervals), and the misses, flagged (the
 interval marked unreliable or unbounded) or not. The delay is left out (its interval is a set of ticks).
 """
@@ -90,15 +94,31 @@ def score(rows: list[dict]) -> dict:
             "missed": sorted(m["label"] for m in misses if not m["flagged"])}
 
 
-def seed_rows(law: str, fit_dir: Path, floor: bool) -> tuple[list[dict], dict]:
-    """One fit's intervals (the interval stage, ``process_noise_floor=floor``) against the truth, and the disturbance."""
+#: the rules compared (``--compare``): the product's against one earlier rule, each a compute_all setting
+RULES = {"propagated": {}, "split": {"process_noise_floor": False}, "one_step": {"process_noise_relinearized": 0}}
+
+
+def by_joint(rows: list[dict]) -> dict[str, dict]:
+    """Per joint (the label's ``[...]``): inside of compared and the standard deviation of z over its bounded rows."""
+    out: dict[str, dict] = {}
+    for r in rows:
+        j = r["label"].split("[")[-1].rstrip("]")
+        d = out.setdefault(j, {"rows": []})
+        d["rows"].append(r)
+    return {j: {k: v for k, v in score(d["rows"]).items() if k in ("compared", "inside", "std_z", "unflagged_misses")}
+            for j, d in out.items()}
+
+
+def seed_rows(law: str, fit_dir: Path, **settings) -> tuple[list[dict], dict]:
+    """One fit's intervals (the interval stage with ``settings``, :data:`RULES`) against the truth, and the
+    disturbance."""
     from isaaclab_sysid.export.build import FitContext
     from isaaclab_sysid.intervals.combine import compute_all
     from isaaclab_sysid.sim.friction import law_of_groups
 
     ctx = FitContext.load(fit_dir)
     prob = ctx.problem()
-    rep = compute_all(prob.backend, ctx.result, prob.runs, prob.heldout, process_noise_floor=floor)
+    rep = compute_all(prob.backend, ctx.result, prob.runs, prob.heldout, **settings)
     truth = fl.truth_of(law, law_of_groups(ctx.space.group_names).name)  # another law's numbers have no truth
     names = list(ctx.space.joint_names)
     rows = []
@@ -109,7 +129,8 @@ def seed_rows(law: str, fit_dir: Path, floor: bool) -> tuple[list[dict], dict]:
         rows.append({"label": iv.label, "truth": t, "value": float(iv.value), "lower": iv.lower, "upper": iv.upper,
                      "flagged": iv.lower is None or iv.upper is None or not iv.reliable})
     pn = rep.structure.get("process_noise", {})
-    return rows, {"sigma_w_nm": pn.get("sigma_w_nm"), "sigma_common_nm": pn.get("sigma_common_nm")}
+    return rows, {"sigma_w_nm": pn.get("sigma_w_nm"), "sigma_common_nm": pn.get("sigma_common_nm"),
+                  "relinearized_factor": pn.get("relinearized_factor")}
 
 
 def main() -> int:
@@ -120,12 +141,18 @@ def main() -> int:
     ap.add_argument("--groups", default=None, help="--fit_groups of the fits (default: the law's own set)")
     ap.add_argument("--work", required=True, help="folder for the runs and fits (kept)")
     ap.add_argument("--json", default=None, help="write the figures here")
+    ap.add_argument("--compare", default="one_step", choices=("one_step", "split"),
+                    help="the earlier rule beside the product's (propagated, re-linearized): one_step (no replicate "
+                         "re-linearized, the rule of issue 46's eighth pass) or split (the per-joint split alone and "
+                         "one step, the rule before it)")
     a = ap.parse_args()
     from isaaclab_sysid.jobs.fit_args import FitArgs
     from isaaclab_sysid.jobs.fit_job import run_fit
 
     groups = a.groups or LAW_GROUPS[a.law]
-    rows: dict[str, list[dict]] = {"propagated": [], "split": []}
+    rules = {"propagated": RULES["propagated"],
+             a.compare: RULES[a.compare] if a.compare == "one_step" else {**RULES["split"], **RULES["one_step"]}}
+    rows: dict[str, list[dict]] = {k: [] for k in rules}
     dist = []
     t0 = time.perf_counter()
     for s in seeds_of(a.seeds):
@@ -133,19 +160,25 @@ def main() -> int:
         fits, held = record_cell(a.law, a.controller, s, w)
         fdir = run_fit(FitArgs.build(real_csv=fits, heldout_csv=held, log_dir=str(w / "logs"), plots=False,
                                      quiet=True, fit_groups=groups), log=lambda _s: None)
-        for rule, floor in (("propagated", True), ("split", False)):
-            r, d = seed_rows(a.law, Path(fdir), floor)
+        d: dict = {}
+        for rule, settings in rules.items():
+            r, d0 = seed_rows(a.law, Path(fdir), **settings)
             rows[rule] += [dict(x, seed=s) for x in r]
+            d = d0 if rule == "propagated" else d
         dist.append({"seed": s, **d})
         print(f"seed {s}: split sigma_w [N m] {np.round(d['sigma_w_nm'], 4).tolist()}, common "
               f"{d['sigma_common_nm']:.4f}", flush=True)
     out = {"law": a.law, "controller": a.controller, "groups": groups, "seeds": seeds_of(a.seeds),
-           "rules": {k: score(v) for k, v in rows.items()}, "disturbance": dist, "wall_s": time.perf_counter() - t0}
+           "rules": {k: score(v) for k, v in rows.items()}, "by_joint": {k: by_joint(v) for k, v in rows.items()},
+           "disturbance": dist, "wall_s": time.perf_counter() - t0}
     for k, v in out["rules"].items():
         zs = ("no bounded interval" if v["std_z"] is None else
               f"z std {v['std_z']:.2f}, mean {v['mean_z']:+.2f}, rms {v['rms_z']:.2f}")
         print(f"{k:>10s}: {v['inside']} of {v['compared']} inside ({100 * v['inside'] / max(v['compared'], 1):.1f} %), "
               f"{zs}, misses unflagged {v['unflagged_misses']}, flagged {v['flagged_misses']}")
+        print("            per joint: " + "; ".join(
+            f"{j} {b['inside']}/{b['compared']}" + ("" if b["std_z"] is None else f" z std {b['std_z']:.2f}")
+            for j, b in out["by_joint"][k].items()))
     print(f"wall {out['wall_s']:.0f} s")
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))

@@ -55,7 +55,7 @@ from isaaclab_sysid.intervals.curvature import IntervalError, Sensitivity, curva
 from isaaclab_sysid.intervals.delay_union import DelayUnion, mark_unreliable, profile_delays, union_intervals, union_warnings
 from isaaclab_sysid.intervals.omitted import OMITTED_GROUPS, omitted_shift, widen_for_omitted
 from isaaclab_sysid.intervals.omitted import applies as omitted_applies
-from isaaclab_sysid.intervals.process_noise import ProcessNoise, assess_process_noise, widening_factors
+from isaaclab_sysid.intervals.process_noise import N_RELINEARIZED, ProcessNoise, assess_process_noise, widening_factors
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable, read_json
@@ -231,10 +231,18 @@ def widen_for_process_noise(sets: dict[str, IntervalSet], pn: ProcessNoise, spac
                 f"replay and moves the fitted numbers more than the window-cluster sandwich sees: intervals widened up "
                 f"to x{worst:.1f} (intervals/torque_input_noise.py)"]
     carried = pn.sigma_w if pn.propagated is None else pn.propagated
+    f = pn.relinearized_factor
+    bent = ""
+    if f is not None and np.any(np.isfinite(f) & (f > 1.0)):
+        top = int(np.nanargmax(f))
+        bent = (f"; {pn.relinearized} replicates solved again at their one-step estimate spread up to x{f[top]:.2f} "
+                f"further ({pn.labels[top]}): the fitted numbers there are not linear in the disturbance, and their "
+                "errors carry that factor")
     return [f"intervals: an unmodelled torque disturbance of about {pn.sigma_common:.2g} N m per 1 ms tick (per joint, "
             f"propagated at [{', '.join(f'{s:.2g}' for s in carried)}] from the split [{sig}]; "
             f"estimated from the residual's smooth part) moves the fitted numbers more than the measurement noise "
-            f"does: intervals widened up to x{worst:.1f}"]
+            f"does: intervals widened up to x{worst:.1f}" + bent
+            + (f"; {pn.relinearize_note}" if pn.relinearize_note else "")]
 
 
 def widen_conditional(sets: dict[str, IntervalSet], agree: Consistency, pn: ProcessNoise, labels: list[str],
@@ -420,6 +428,7 @@ def compute_all(
     omitted_groups: Sequence[str] = OMITTED_GROUPS,
     basins: bool = True,
     process_noise_floor: bool = True,
+    process_noise_relinearized: int = N_RELINEARIZED,
 ) -> IntervalReport:
     """Every interval method on one fit (see module docstring); the result's loss and run weights are used.
 
@@ -430,6 +439,8 @@ def compute_all(
     hold it in every interval where it is within the noise (intervals/basins.py; False keeps them local).
     ``process_noise_floor``: each joint's torque disturbance at least the common level (intervals/process_noise.py;
     False: the per-joint split alone, for benchmarks/process_noise_coverage.py's comparison).
+    ``process_noise_relinearized``: the process noise's replicates solved again at their one-step estimate
+    (intervals/process_noise.py; 0: one Gauss-Newton step only, for the same benchmark's comparison).
     """
     if method not in SELECTABLE:
         raise ValueError(f"unknown interval method '{method}' (choose from {', '.join(SELECTABLE)})")
@@ -472,7 +483,7 @@ def compute_all(
                           "by max(that, its own ratio)")
     t0 = time.perf_counter()
     pn = assess_process_noise(backend, space, x0, runs, sens, weights, traj_weights, seed=seed,
-                              common_floor=process_noise_floor)
+                              common_floor=process_noise_floor, relinearized=process_noise_relinearized)
     structure["process_noise"] = pn.to_json()
     timing["process_noise"] = time.perf_counter() - t0
     flag_warns += widen_for_process_noise(sets, pn, space)

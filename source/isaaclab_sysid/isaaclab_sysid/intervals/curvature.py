@@ -254,16 +254,20 @@ def central_stencil(space: ParamSpace, x0: np.ndarray, step: float = 1e-3) -> tu
     return x0, cont, stencil(x0, cont, step, "central")
 
 
-def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, profile_delay: bool = True) -> Sensitivity:
+def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, profile_delay: bool = True,
+                scheme: str = "central") -> Sensitivity:
     """Roll out the optimum, its finite-difference neighbours and the delay profile in one backend call.
 
     Args:
         objective: the fit's space, backend, runs and weights.
         x0: the fitted normalized vector (``best_params`` of sysid_best_params.json).
         step: finite-difference step in the normalized space (fraction of each bound width).
+        scheme: "central" (2 p + 1 rollouts) or "forward" (p + 1; the process noise's re-linearized replicates).
     """
     space, runs = objective.space, objective.runs
     x0, cont, st = central_stencil(space, x0, step)
+    if scheme != "central":
+        st = stencil(x0, cont, step, scheme)
     X = list(st.X)
     delays: list[int] = []
     delay_idx: dict[int, int] = {}
