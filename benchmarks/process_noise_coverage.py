@@ -49,15 +49,17 @@ def seeds_of(text: str) -> list[int]:
     return [int(s) for s in text.split(",")]
 
 
-def record_cell(law: str, controller: str, seed: int, work: Path, seconds: float = 3.0) -> tuple[list[str], list[str]]:
-    """Write one seed's fit runs and held-out run (CSV) under ``work``: (fit paths, held-out paths)."""
+def record_cell(law: str, controller: str, seed: int, work: Path, seconds: float = 3.0,
+                task_fit_gains=fl.TASK_FIT_GAINS) -> tuple[list[str], list[str]]:
+    """Write one seed's fit runs and held-out run (CSV) under ``work``: (fit paths, held-out paths).
+    ``task_fit_gains``: the task-impedance fit runs' (K [N/m], R [N m/rad]), one per run."""
     from isaaclab_sysid.data import write_run
     from isaaclab_sysid.robots import load_robot
     from isaaclab_sysid.twin.law_twins import record_law_twin
 
     robot = load_robot("franka_panda")
     if controller == "task_impedance":
-        (k1, r1), (k2, r2) = fl.TASK_FIT_GAINS
+        (k1, r1), (k2, r2) = task_fit_gains
         targets = [fl.task(robot, "chirp", seconds, k1, r1, 1), fl.task(robot, "multiband", seconds, k2, r2, 5)]
         held = fl.task(robot, "multiband", seconds, *fl.TASK_HELD_GAINS, 7)
     else:
@@ -145,19 +147,32 @@ def main() -> int:
                     help="the earlier rule beside the product's (propagated, re-linearized): one_step (no replicate "
                          "re-linearized, the rule of issue 46's eighth pass) or split (the per-joint split alone and "
                          "one step, the rule before it)")
+    ap.add_argument("--relinearized", type=int, default=None,
+                    help="the product rule's re-linearized replicates (default: the interval stage's, N_RELINEARIZED)")
+    ap.add_argument("--task-fit-gains", default=None, help="the task-impedance fit runs' K/R per run, e.g. "
+                    "200/20,200/20 (default: friction_laws.TASK_FIT_GAINS; the eighth pass's figures are at one gain: "
+                    "--task-fit-gains 200/20,200/20 --relinearized 0 --compare split)")
     a = ap.parse_args()
+    gains = fl.TASK_FIT_GAINS
+    if a.task_fit_gains:
+        try:
+            gains = tuple(tuple(float(v) for v in g.split("/")) for g in a.task_fit_gains.split(","))
+            assert len(gains) == 2 and all(len(g) == 2 for g in gains)
+        except (ValueError, AssertionError):
+            ap.error(f"--task-fit-gains {a.task_fit_gains}: two runs' K/R, e.g. 200/20,350/25")
     from isaaclab_sysid.jobs.fit_args import FitArgs
     from isaaclab_sysid.jobs.fit_job import run_fit
 
     groups = a.groups or LAW_GROUPS[a.law]
-    rules = {"propagated": RULES["propagated"],
+    product = RULES["propagated"] if a.relinearized is None else {"process_noise_relinearized": a.relinearized}
+    rules = {"propagated": product,
              a.compare: RULES[a.compare] if a.compare == "one_step" else {**RULES["split"], **RULES["one_step"]}}
     rows: dict[str, list[dict]] = {k: [] for k in rules}
     dist = []
     t0 = time.perf_counter()
     for s in seeds_of(a.seeds):
         w = Path(a.work) / f"{a.law}_{a.controller}_s{s}"
-        fits, held = record_cell(a.law, a.controller, s, w)
+        fits, held = record_cell(a.law, a.controller, s, w, task_fit_gains=gains)
         fdir = run_fit(FitArgs.build(real_csv=fits, heldout_csv=held, log_dir=str(w / "logs"), plots=False,
                                      quiet=True, fit_groups=groups), log=lambda _s: None)
         d: dict = {}
@@ -169,6 +184,7 @@ def main() -> int:
         print(f"seed {s}: split sigma_w [N m] {np.round(d['sigma_w_nm'], 4).tolist()}, common "
               f"{d['sigma_common_nm']:.4f}", flush=True)
     out = {"law": a.law, "controller": a.controller, "groups": groups, "seeds": seeds_of(a.seeds),
+           "task_fit_gains": [list(g) for g in gains], "rules_settings": rules,
            "rules": {k: score(v) for k, v in rows.items()}, "by_joint": {k: by_joint(v) for k, v in rows.items()},
            "disturbance": dist, "wall_s": time.perf_counter() - t0}
     for k, v in out["rules"].items():

@@ -174,7 +174,7 @@ def test_the_static_advice_follows_the_fitted_law():
     assert "consider static friction in place of the fitted load law" in line and line.endswith("or a null-space term")
     slow = [RunResidualStats("fit", False, [0.3] * 7, 1.0, [0.3] * 7, [1.0] * 6 + [0.1], None, [])]
     for groups, end in ((["mu_static", "stribeck_velocity"], "the fit already has static friction (mu_static)"),
-                        (["mu_static"], "also fits the Stribeck velocity and shape"),
+                        (["mu_static"], "also tries the Stribeck law with its velocity and shape"),
                         (["friction"], f"consider static friction (--fit_groups {STATIC_GROUPS})")):
         msgs: list[str] = []
         assert _speed_messages(slow, AdequacyLimits(), msgs, groups)

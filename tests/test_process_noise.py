@@ -47,27 +47,28 @@ def _coverage(res, sens, factors: dict[str, float]) -> float:
 
 def _shifted_replicate(res, obj, fit, sens, shift: float):
     """A replicate whose truth is x0 with every continuous number moved by ``shift`` of its box (toward the box's
-    middle), noise-free: (its per-run residuals of x0, the truth's offset from x0 in decoded units)."""
+    middle), noise-free: (its per-run residuals of x0, its runs: the truth's rollout as their measurement)."""
     from isaaclab_sysid.objective.residuals import run_residuals
 
     space, x0 = res.space, np.asarray(res.best_x, dtype=float)
     xt = x0.copy()
     xt[sens.cont] += np.where(x0[sens.cont] < 0.5, shift, -shift)
     truth, base = (obj.backend.rollout(space.to_batch(x[None]), list(fit)) for x in (xt, x0))
-    rs = [run_residuals(b, dataclasses.replace(r, q=t.q[0], dq=t.dq[0], ee_pos=t.ee_pos[0]), res.loss_weights, float(w))
-          .per_sample()[0] for b, t, r, w in zip(base, truth, fit, res.traj_weights)]
-    return rs, space.decoded_vector(xt)[sens.cont] - space.decoded_vector(x0)[sens.cont]
+    data = [dataclasses.replace(r, q=t.q[0], dq=t.dq[0], ee_pos=t.ee_pos[0]) for t, r in zip(truth, fit)]
+    rs = [run_residuals(b, d, res.loss_weights, float(w)).per_sample()[0] for b, d, w in zip(base, data, res.traj_weights)]
+    return rs, data
 
 
-def _replicate_loss(objective, sens, rs, estimate: np.ndarray) -> float:
-    """The replicate's loss at x0 + ``estimate`` [decoded units] (boxed): its residuals are linear in the data."""
+def _replicate_loss(objective, sens, data, estimate: np.ndarray) -> float:
+    """The loss at x0 + ``estimate`` [decoded units] (boxed) against the replicate's own runs ``data``, scored
+    directly (not through the linearity the estimate uses)."""
     from isaaclab_sysid.objective.residuals import run_residuals
 
     w, x = objective.space.widths()[sens.cont], np.array(sens.x0, dtype=float)
     x[sens.cont] = np.clip(x[sens.cont] + estimate / w, 0.0, 1.0)
     ro = objective.rollouts(x[None])
-    return float(sum(np.sum((r + run_residuals(o, run, objective.weights, float(tw)).per_sample()[0] - b) ** 2)
-                     for r, o, run, tw, b in zip(rs, ro, objective.runs, objective.traj_weights, sens.r)))
+    return float(sum(np.sum(run_residuals(o, d, objective.weights, float(tw)).per_sample()[0] ** 2)
+                     for o, d, tw in zip(ro, data, objective.traj_weights)))
 
 
 @pytest.fixture(scope="module")
@@ -80,11 +81,11 @@ def pushed():
         again = assess_process_noise(obj.backend, res.space, res.best_x, fit, sens, res.loss_weights, res.traj_weights)
         one = assess_process_noise(obj.backend, res.space, res.best_x, fit, sens, res.loss_weights, res.traj_weights,
                                    relinearized=0)
-        rs, offset = _shifted_replicate(res, obj, fit, sens, 0.05)
+        rs, data = _shifted_replicate(res, obj, fit, sens, 0.05)
         step = -sens.gauss_newton_inverse() @ sens.score_sum(rs)
         objective = ReplayObjective(res.space, obj.backend, fit, res.loss_weights, res.traj_weights)
         relin = relinearized_estimate(objective, sens, rs, step)
-        shifted = (_replicate_loss(objective, sens, rs, step), _replicate_loss(objective, sens, rs, relin))
+        shifted = (_replicate_loss(objective, sens, data, step), _replicate_loss(objective, sens, data, relin))
     finally:
         obj.backend.close()
     return res, sens, pn, again, one, shifted
@@ -125,6 +126,14 @@ def test_relinearized_replicates_widen_never_narrow_and_say_so(pushed):
     assert f.shape == (len(sens.cont),) and np.all(np.isfinite(f)) and np.all(f > 0)
     np.testing.assert_allclose(pn.std, one.std * np.maximum(f, 1.0), rtol=1e-12)
     assert pn.to_json()["relinearized_factor"] == dict(zip(pn.labels, f.tolist()))
+    assert f.max() > 1.05  # on this twin some number's refined spread exceeds its one-step spread
+    from isaaclab_sysid.intervals.combine import widen_for_process_noise
+
+    sets = {m: curvature_intervals(sens) for m in ("curvature", "bootstrap")}
+    line = " ".join(widen_for_process_noise(sets, pn, sens.space))
+    top = pn.labels[int(np.argmax(f))]
+    assert f"{N_RELINEARIZED} replicates solved again at their one-step estimate spread up to x{f.max():.2f} further " \
+           f"({top};" in line, line
 
 
 def test_a_relinearized_step_fits_a_far_replicate_better_than_one_step(pushed):

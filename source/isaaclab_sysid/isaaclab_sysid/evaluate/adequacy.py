@@ -383,5 +383,5 @@ def _speed_messages(stats: list[RunResidualStats], limits: AdequacyLimits, msgs:
                     + (f"consider {advice}" if (advice := static_advice(fitted_groups)) else
                        "the fit already has static friction (mu_static)"
                        + ("" if "stribeck_velocity" in fitted_groups else
-                          ", not its speed: --fit_groups auto also fits the Stribeck velocity and shape")))
+                          ", not its speed: --fit_groups auto also tries the Stribeck law with its velocity and shape")))
     return bool(fast or slow)

@@ -236,8 +236,9 @@ def widen_for_process_noise(sets: dict[str, IntervalSet], pn: ProcessNoise, spac
     if f is not None and np.any(np.isfinite(f) & (f > 1.0)):
         top = int(np.nanargmax(f))
         bent = (f"; {pn.relinearized} replicates solved again at their one-step estimate spread up to x{f[top]:.2f} "
-                f"further ({pn.labels[top]}: how far the answer departs from linear in the disturbance); each number's "
-                "error carries its own such factor where above 1 (structure.process_noise.relinearized_factor)")
+                f"further ({pn.labels[top]}; the ratio holds finite-difference and sampling error as well as how far "
+                "the answer departs from linear in the disturbance): each number's error carries its own ratio where "
+                "above 1 (structure.process_noise.relinearized_factor)")
     return [f"intervals: an unmodelled torque disturbance of about {pn.sigma_common:.2g} N m per 1 ms tick (per joint, "
             f"propagated at [{', '.join(f'{s:.2g}' for s in carried)}] from the split [{sig}]; "
             f"estimated from the residual's smooth part) moves the fitted numbers more than the measurement noise "

@@ -197,7 +197,7 @@ def _per_sample_residuals(objective: ReplayObjective, Xa: np.ndarray,
 
 def _streamed_jacobian(objective: ReplayObjective, Xa: np.ndarray, st: Stencil, scale: np.ndarray, keep: Sequence[int],
                        chunk: int = SENSITIVITY_CHUNK):
-    """The central stencil's Jacobian formed column by column as the rollouts of ``chunk`` candidates arrive
+    """The stencil's Jacobian (central or forward) formed column by column as the rollouts of ``chunk`` candidates arrive
     (issue 45): per run the (T, C, p) Jacobian in decoded units (``scale``: the entries' widths), the same numbers as
     ``st.jacobian(R, div, scale=scale, on_diverged="one_sided")`` on the full (K, T, C) residuals, which are never
     held; only a chunk's residuals, the rows a pending column still needs and the rows ``keep`` (row 0 always).
@@ -265,8 +265,10 @@ def sensitivity(objective: ReplayObjective, x0: np.ndarray, step: float = 1e-3, 
         scheme: "central" (2 p + 1 rollouts) or "forward" (p + 1; the process noise's re-linearized replicates).
     """
     space, runs = objective.space, objective.runs
+    if scheme not in ("central", "forward"):
+        raise ValueError(f"sensitivity: unknown finite-difference scheme {scheme!r} (central or forward)")
     x0, cont, st = central_stencil(space, x0, step)
-    if scheme != "central":
+    if scheme == "forward":
         st = stencil(x0, cont, step, scheme)
     X = list(st.X)
     delays: list[int] = []

@@ -84,8 +84,9 @@ AVERAGE_S = 0.025
 N_RELINEARIZED = 8
 #: the fractions of the re-linearized Gauss-Newton step tried (the lowest loss of that replicate's data wins)
 RELIN_STEPS = (1.0, 0.5, 0.25)
-#: the re-linearization holds a second Jacobian of the fit runs: above this size [MB] it is skipped, and said
-RELIN_MAX_MB = 1024.0
+#: the re-linearization holds a second Jacobian of the fit runs: above this size [MB] (about 45 s of two 1 kHz runs
+#: with 42 numbers) it is skipped, and said, so a long recording's interval stage keeps its memory (issue 45)
+RELIN_MAX_MB = 256.0
 
 
 @dataclass
@@ -130,9 +131,13 @@ class ProcessNoise:
         labels: the continuous numbers' labels.
         replicates: K; skipped: why nothing was estimated ("" when it was).
         relinearized: how many replicates were solved again at their one-step estimate (:data:`N_RELINEARIZED`, less
-            any whose replay diverges there);
+            any whose one-step estimate is not finite or whose replay diverges there);
         relinearized_factor: (p,) per number, their spread over the same replicates' one-step spread (``std``
-            carries ``max(1, factor)``; None where none was); relinearize_note: why none was, where it was asked.
+            carries ``max(1, factor)``; None where none was). It holds the forward differences' error and the
+            sampling noise of a ratio over a few replicates as well as the nonlinearity, so it errs wide; the
+            re-linearized estimates are boxed and the one-step ones are not, so at a bound it errs low (and then
+            leaves the one-step spread: it never narrows).
+            relinearize_note: why none was, where it was asked.
     """
 
     sigma_w: np.ndarray
@@ -325,7 +330,7 @@ def assess_process_noise(backend: ReplayBackend, space: ParamSpace, x0: np.ndarr
     for k, rs in enumerate(replicate_residuals(backend, space, x0, runs, weights, traj_weights, sigma, est.base,
                                                est.white, replicates, seed)):
         S.append(-Hinv @ sens.score_sum(rs))
-        if k < m:
+        if k < m and np.all(np.isfinite(S[-1])):  # a replicate the replay cannot follow has no estimate to refine
             again = relinearized_estimate(objective, sens, rs, S[-1])
             if again is not None:
                 pairs.append((S[-1], again))
