@@ -113,6 +113,16 @@ TASK_FIT_GAINS = ((200.0, 20.0), (350.0, 25.0))
 TASK_HELD_GAINS = (500.0, 30.0)
 
 
+def parse_task_fit_gains(text: str) -> tuple[tuple[float, float], ...] | None:
+    """``--task-fit-gains`` ("200/20,350/25": K [N/m] / R [N m/rad] per fit run) -> two (K, R) pairs; None if it is
+    not two such pairs."""
+    try:
+        gains = tuple(tuple(float(v) for v in g.split("/")) for g in text.split(","))
+    except ValueError:
+        return None
+    return gains if len(gains) == 2 and all(len(g) == 2 for g in gains) else None
+
+
 def matrix_cell(truth: str, controller: str, seconds: float, work, threads: int | None = None,
                 rate_hz: float = 1000.0, tau_noise: float | None = None, heldout_to_fit: bool = True,
                 auto_laws: str | None = None, task_fit_gains: Sequence[tuple[float, float]] = TASK_FIT_GAINS) -> dict:
@@ -653,11 +663,8 @@ def main() -> int:
         import tempfile
 
         rows = []
-        try:
-            gains = [tuple(float(v) for v in g.split("/")) for g in a.task_fit_gains.split(",")]
-        except ValueError:
-            gains = []
-        if len(gains) != 2 or any(len(g) != 2 for g in gains):
+        gains = parse_task_fit_gains(a.task_fit_gains)
+        if gains is None:
             ap.error(f"--task-fit-gains {a.task_fit_gains}: two runs' K/R, e.g. 200/20,350/25")
         keep = contextlib.nullcontext(a.work) if a.work else tempfile.TemporaryDirectory()
         with keep as work:

@@ -153,13 +153,9 @@ def main() -> int:
                     "200/20,200/20 (default: friction_laws.TASK_FIT_GAINS; the eighth pass's figures are at one gain: "
                     "--task-fit-gains 200/20,200/20 --relinearized 0 --compare split)")
     a = ap.parse_args()
-    gains = fl.TASK_FIT_GAINS
-    if a.task_fit_gains:
-        try:
-            gains = tuple(tuple(float(v) for v in g.split("/")) for g in a.task_fit_gains.split(","))
-            assert len(gains) == 2 and all(len(g) == 2 for g in gains)
-        except (ValueError, AssertionError):
-            ap.error(f"--task-fit-gains {a.task_fit_gains}: two runs' K/R, e.g. 200/20,350/25")
+    gains = fl.parse_task_fit_gains(a.task_fit_gains) if a.task_fit_gains else fl.TASK_FIT_GAINS
+    if gains is None:
+        ap.error(f"--task-fit-gains {a.task_fit_gains}: two runs' K/R, e.g. 200/20,350/25")
     from isaaclab_sysid.jobs.fit_args import FitArgs
     from isaaclab_sysid.jobs.fit_job import run_fit
 
@@ -175,11 +171,11 @@ def main() -> int:
         fits, held = record_cell(a.law, a.controller, s, w, task_fit_gains=gains)
         fdir = run_fit(FitArgs.build(real_csv=fits, heldout_csv=held, log_dir=str(w / "logs"), plots=False,
                                      quiet=True, fit_groups=groups), log=lambda _s: None)
-        d: dict = {}
         for rule, settings in rules.items():
-            r, d0 = seed_rows(a.law, Path(fdir), **settings)
+            r, disturbance = seed_rows(a.law, Path(fdir), **settings)
             rows[rule] += [dict(x, seed=s) for x in r]
-            d = d0 if rule == "propagated" else d
+            if rule == "propagated":
+                d = disturbance
         dist.append({"seed": s, **d})
         print(f"seed {s}: split sigma_w [N m] {np.round(d['sigma_w_nm'], 4).tolist()}, common "
               f"{d['sigma_common_nm']:.4f}", flush=True)

@@ -67,7 +67,7 @@ from scipy.optimize import nnls
 from isaaclab_sysid.data.run import Run
 from isaaclab_sysid.objective.loss import LossWeights, run_weights
 from isaaclab_sysid.objective.param_space import ParamSpace
-from isaaclab_sysid.objective.residuals import run_residuals
+from isaaclab_sysid.objective.residuals import run_residuals, weighted_residuals
 from isaaclab_sysid.intervals.curvature import IntervalError, Sensitivity, sensitivity
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.sim.interface import ReplayBackend, RunRollout
@@ -279,9 +279,8 @@ def relinearized_estimate(objective: ReplayObjective, sens: Sensitivity, rs: Seq
     X = np.repeat(x1[None], len(RELIN_STEPS), axis=0)
     for i, a in enumerate(RELIN_STEPS):
         X[i, cont] = np.clip(x1[cont] + a * step / W, 0.0, 1.0)
-    tw = objective.traj_weights
-    res = [run_residuals(ro, run, objective.weights, float(w)).per_sample()
-           for ro, run, w in zip(objective.rollouts(X), runs, tw)]
+    res = [r.per_sample() for r in weighted_residuals(objective.states(X), runs, objective.weights,
+                                                      objective.traj_weights)]
     for i in range(len(RELIN_STEPS)):
         loss = _loss([r + p[i] - b for r, p, b in zip(rs, res, sens.r)])
         if loss < best:
