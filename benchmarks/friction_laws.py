@@ -224,7 +224,11 @@ def _kept_fits(cell) -> tuple:
     law = json.loads((run / "friction_law_auto.json").read_text())
     base_name = law["base"]
     base = best(run / base_name) if law["chosen"] != base_name else best(run)
-    laws = {d.name[4:]: best(d) for d in sorted(run.glob("law_*")) if best(d) is not None}
+    def kept(d):  # the load law's refit from two starts: the better one is the law's answer
+        found = [r for r in (best(d), best(d / "split_start") if (d / "split_start").is_dir() else None) if r is not None]
+        return min(found, key=lambda r: r.best_score) if found else None
+
+    laws = {d.name[4:]: kept(d) for d in sorted(run.glob("law_*")) if kept(d) is not None}
     csvs = sorted(str(p) for p in cell.glob("fit_*.csv"))
     prob = resolve_problem(FitArgs.build(real_csv=csvs, log_dir=str(cell / "analysis"), plots=False, quiet=True),
                            log=lambda s: None)

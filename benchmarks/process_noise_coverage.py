@@ -14,7 +14,9 @@ computes the interval stage twice on the same fit, measured in the same run:
   :data:`~isaaclab_sysid.intervals.process_noise.N_RELINEARIZED` of them, solved again at their one-step estimate,
   show (``relinearized_factor``);
 * ``--compare one_step`` (default): the same without the re-linearized replicates (the rule of issue 46's eighth
-  pass); ``--compare split``: the per-joint non-negative least-squares split alone, one step (the rule before it).
+  pass); ``--compare split``: the per-joint non-negative least-squares split alone, one step (the rule before it);
+  ``--compare no_lines``: without the load law's lines to the optimum of its other start (intervals/basins.py,
+  ``score_lines``; the rule before issue 46's tenth pass; the law step writes that optimum under ``--groups auto``).
 
 Per rule, and per joint: how many of the numbers with a truth lie inside their 95 % interval, the standard deviation of
 z = (truth - value) / (half-width / 1.96) over them (1 for calibrated intervals), and the misses, flagged (the
@@ -97,7 +99,8 @@ def score(rows: list[dict]) -> dict:
 
 
 #: the rules compared (``--compare``): the product's against one earlier rule, each a compute_all setting
-RULES = {"propagated": {}, "split": {"process_noise_floor": False}, "one_step": {"process_noise_relinearized": 0}}
+RULES = {"propagated": {}, "split": {"process_noise_floor": False}, "one_step": {"process_noise_relinearized": 0},
+         "no_lines": {"other_starts": ()}}
 
 
 def by_joint(rows: list[dict]) -> dict[str, dict]:
@@ -114,13 +117,13 @@ def by_joint(rows: list[dict]) -> dict[str, dict]:
 def seed_rows(law: str, fit_dir: Path, **settings) -> tuple[list[dict], dict]:
     """One fit's intervals (the interval stage with ``settings``, :data:`RULES`) against the truth, and the
     disturbance."""
-    from isaaclab_sysid.export.build import FitContext
+    from isaaclab_sysid.export.build import FitContext, other_starts
     from isaaclab_sysid.intervals.combine import compute_all
     from isaaclab_sysid.sim.friction import law_of_groups
 
     ctx = FitContext.load(fit_dir)
     prob = ctx.problem()
-    rep = compute_all(prob.backend, ctx.result, prob.runs, prob.heldout, **settings)
+    rep = compute_all(prob.backend, ctx.result, prob.runs, prob.heldout, **{"other_starts": other_starts(ctx), **settings})
     truth = fl.truth_of(law, law_of_groups(ctx.space.group_names).name)  # another law's numbers have no truth
     names = list(ctx.space.joint_names)
     rows = []
@@ -143,10 +146,11 @@ def main() -> int:
     ap.add_argument("--groups", default=None, help="--fit_groups of the fits (default: the law's own set)")
     ap.add_argument("--work", required=True, help="folder for the runs and fits (kept)")
     ap.add_argument("--json", default=None, help="write the figures here")
-    ap.add_argument("--compare", default="one_step", choices=("one_step", "split"),
+    ap.add_argument("--compare", default="one_step", choices=("one_step", "split", "no_lines"),
                     help="the earlier rule beside the product's (propagated, re-linearized): one_step (no replicate "
-                         "re-linearized, the rule of issue 46's eighth pass) or split (the per-joint split alone and "
-                         "one step, the rule before it)")
+                         "re-linearized, the rule of issue 46's eighth pass), split (the per-joint split alone and "
+                         "one step, the rule before it) or no_lines (without the load law's lines to its other "
+                         "start, the rule before the tenth pass; with --groups auto)")
     ap.add_argument("--relinearized", type=int, default=None,
                     help="the product rule's re-linearized replicates (default: the interval stage's, N_RELINEARIZED)")
     ap.add_argument("--task-fit-gains", default=None, help="the task-impedance fit runs' K/R per run, e.g. "
@@ -162,7 +166,7 @@ def main() -> int:
     groups = a.groups or LAW_GROUPS[a.law]
     product = RULES["propagated"] if a.relinearized is None else {"process_noise_relinearized": a.relinearized}
     rules = {"propagated": product,
-             a.compare: RULES[a.compare] if a.compare == "one_step" else {**RULES["split"], **RULES["one_step"]}}
+             a.compare: {**RULES["split"], **RULES["one_step"]} if a.compare == "split" else RULES[a.compare]}
     rows: dict[str, list[dict]] = {k: [] for k in rules}
     dist = []
     t0 = time.perf_counter()

@@ -109,12 +109,21 @@ def _recorded_joint_names(fit_dir: Path, result: dict, config: dict | None,
         raise ExportError(f"robot config '{name}' (for the joint names of {fit_dir / RESULT_FILE}): {exc}") from None
 
 
+def other_starts(ctx: FitContext) -> list[FitResult]:
+    """The law step's refits of the fit's law from the starts it did not keep (the load law's
+    ``law_load/other_start.json``, fit/law_starts.py), for the interval stage's lines (intervals/basins.py)."""
+    if "load_friction_motor" not in ctx.space.group_names:
+        return []
+    other = RunFolder(ctx.fit_dir).read_other_start("load", joint_names=list(ctx.space.joint_names))
+    return [other] if other is not None else []
+
+
 def intervals_for(ctx: FitContext, recompute: bool = False, level: float = 0.95, method: str = "curvature",
                   fd_step: float = 1e-3, n_boot: int = 1000, log: Callable[[str], None] = print,
                   omitted: bool = True, basins: bool = True) -> IntervalReport:
     """Read ``<fit_dir>/intervals.json`` or compute and write it (``omitted=False``: intervals conditional on the
     groups the fit left out, intervals/omitted.py; ``basins=False``: without the friction law's other basin,
-    intervals/basins.py)."""
+    intervals/basins.py, nor the load law's other start, ``law_load/other_start.json``)."""
     path = ctx.fit_dir / INTERVALS_FILE
     if path.is_file() and not recompute:
         rep = read_intervals(path)
@@ -131,7 +140,7 @@ def intervals_for(ctx: FitContext, recompute: bool = False, level: float = 0.95,
         f"candidates on {len(problem.runs)} run(s), held-out on {len(problem.heldout)}")
     rep = compute_all(problem.backend, ctx.result, problem.runs, problem.heldout, level, method, fd_step, n_boot,
                       source=str(ctx.fit_dir / RESULT_FILE), omitted_groups=OMITTED_GROUPS if omitted else (),
-                      basins=basins)
+                      basins=basins, other_starts=other_starts(ctx))
     write_intervals(path, rep)
     log(f"wrote {path}")
     return rep

@@ -19,6 +19,8 @@ file                      what it holds
 ``sysid_best_params.json``  the fit's answer: ``FitResult``
 ``fit_groups_auto.json``  ``--fit_groups auto``: the Coulomb / static-friction choice and its evidence
 ``friction_law_auto.json``  ``--fit_groups auto``: every friction law's score and the choice
+``law_<law>/``            ``--fit_groups auto``: a law's refit; the load law's ``other_start.json`` (``FitResult``)
+                          is its refit from the start it did not keep, which the interval stage scores as a basin
 ``eval_result.json``      the fitted and nominal parameters scored per run; ``eval_rollout_<run>.csv`` beside it
 ``window_scores.json``    a torque replay's window RMS per model and window length
 ``report.md``, ``report.html``  the report (verdict first)
@@ -51,6 +53,7 @@ WINDOW_SCORES_FILE = "window_scores.json"
 REPORT_FILE = "report.md"
 HTML_FILE = "report.html"
 INTERVALS_FILE = "intervals.json"
+OTHER_START_FILE = "other_start.json"
 EXPORT_DIR = "export"
 CHECKPOINT_GLOB = "checkpoint_*.json"
 CHECKPOINT_RE = re.compile(r"^checkpoint_(\d+)\.json$")
@@ -189,6 +192,26 @@ class RunFolder:
             raise FitError(f"{self.path}: no {RESULT_FILE} (give the folder a fit wrote, e.g. logs/sysid/<time>)")
         return FitResult.read(self.result, **kw)
 
+    def law_dir(self, law: str) -> Path:
+        """``law_<law>/``: the law step's refit of ``law`` (jobs/auto_model.py)."""
+        return self.path / f"law_{law}"
+
+    def other_start(self, law: str) -> Path:
+        """``law_<law>/other_start.json``: the law's refit from the start the law step did not keep."""
+        return self.law_dir(law) / OTHER_START_FILE
+
+    def read_other_start(self, law: str, **kw) -> FitResult | None:
+        """:meth:`other_start` as a :class:`FitResult` (None when the law step wrote none)."""
+        path = self.other_start(law)
+        return FitResult.read(path, **kw) if path.is_file() else None
+
+    def write_other_start(self, law: str, result: FitResult) -> Path:
+        """Write :meth:`other_start` atomically; returns its path."""
+        path = self.other_start(law)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, jsonable(result.to_json()))
+        return path
+
     def write_result(self, result: FitResult) -> Path:
         """Write ``sysid_best_params.json`` atomically; returns its path."""
         atomic_write_json(self.result, jsonable(result.to_json()))
@@ -197,6 +220,7 @@ class RunFolder:
 
 __all__ = [
     "CHECKPOINT_GLOB", "CHECKPOINT_RE", "CONFIG_FILE", "EVAL_RESULT_FILE", "EVAL_SUFFIX", "EXPORT_DIR",
-    "FAST_PATH_FILE", "HTML_FILE", "INTERVALS_FILE", "LAW_CHOICE_FILE", "MODEL_CHOICE_FILE", "PROGRESS_FILE",
+    "FAST_PATH_FILE", "HTML_FILE", "INTERVALS_FILE", "LAW_CHOICE_FILE", "MODEL_CHOICE_FILE", "OTHER_START_FILE",
+    "PROGRESS_FILE",
     "REPORT_FILE", "RESULT_FILE", "RunFolder", "WINDOW_SCORES_FILE", "checkpoint_name", "eval_rollout_name",
 ]

@@ -16,15 +16,29 @@ level), kappa the larger of the delay's HAC ratio and the residual's integrated 
   says to refit from there.
 - **A basin the data reject.** Nothing changes. ``structure.basins`` in ``intervals.json`` records the search either
   way.
+
+The load law has no shape group; its other basin is the law step's refit from the start it did not keep
+(fit/law_starts.py: the Coulomb corner or the split start, written as ``law_load/other_start.json``).
+:func:`score_lines` scores the line from the fit through that optimum, and beyond both, with the same statistic,
+and the same line one joint at a time (that joint's law entries moving, the rest held; one batched rollout for all;
+``structure.alternatives``). Every interval holds each point of them within the noise (:func:`widen_for_line`);
+where the other optimum lies beyond the noise on the same slope as the fit (no ridge between), every interval that
+does not hold it is marked unreliable.
+On the 1 kHz task-impedance load twin the two starts end 0.4 N m apart on joint 4's Coulomb level, whose local
+interval was +-0.03: the line stays within the noise from 0.38 to 1.14 N m (truth 0.54), a valley between the
+constant level and the load term that the local curvature does not see; on the 50 Hz twin the whole line crosses a
+ridge (joints 1 and 7 switch sides), and joint 4's line alone stays within the noise from 0.04 to 1.26 N m.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from isaaclab_sysid.objective.param_space import ParamSpace
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
 from isaaclab_sysid.intervals.common import IntervalSet, chi2_1
@@ -89,8 +103,7 @@ def search_basin(objective: ReplayObjective, sens: Sensitivity, level: float = 0
     groups = shape_groups(objective)
     if not groups:
         return None
-    s2, kappa, _ = delay_scale(sens)
-    scale = s2 * max(kappa, integrated_autocorr_time(sens.r))  # the more cautious of the two correlation scales
+    scale = basin_scale(sens)
     ssr = sens.ssr
     if release_jacobian:
         sens.release_jacobian()
@@ -109,6 +122,159 @@ def search_basin(objective: ReplayObjective, sens: Sensitivity, level: float = 0
     verdict = ref.verdict(state, stage="basins")
     return BasinSearch(groups, start_loss, float(t.loss), float(stat), thr, bool(stat <= thr), bool(stat < -thr),
                        values, int(state.iteration), bool(verdict.converged), verdict.reason)
+
+
+def basin_scale(sens: Sensitivity) -> float:
+    """``s^2 kappa``, the statistic's scale: the residual variance times the larger of the delay's HAC ratio and the
+    residual's integrated autocorrelation time (the more cautious of the two correlation scales)."""
+    s2, kappa, _ = delay_scale(sens)
+    return float(s2 * max(kappa, integrated_autocorr_time(sens.r)))
+
+
+#: the steps along the line through the fit (0) and another start's optimum (1) that :func:`score_line` scores;
+#: negative steps go beyond the fit, away from the other optimum
+LINE_STEPS = (-3.0, -2.0, -1.5, -1.0, -0.75, -0.5, -0.25, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+
+
+@dataclass
+class LineScan:
+    """The line from the fit through an optimum found elsewhere (the load law's other start), scored point by point.
+
+    Attributes:
+        origin: where the other optimum came from; steps: (K,) t of each point, ``x0 + t (x_other - x0)`` clipped to
+        the box (1: the other optimum); statistics: (K,) each point's ``(loss - fit loss) / (s^2 kappa)`` (inf: it
+        did not replay finitely); threshold: chi^2_1 at the level; points: each point's decoded value per label;
+        whole: the line through the other optimum itself (False: restricted to one joint's entries, whose t = 1 is no
+        refit's end).
+    """
+
+    origin: str
+    steps: list[float]
+    statistics: list[float]
+    threshold: float
+    points: list[dict[str, float]] = field(default_factory=list)
+    whole: bool = True
+
+    def accepted(self) -> list[int]:
+        """The points within the noise (or better)."""
+        return [i for i, st in enumerate(self.statistics) if st <= self.threshold]
+
+    def better(self) -> list[int]:
+        """The points that fit better than the fit beyond the noise."""
+        return [i for i, st in enumerate(self.statistics) if st < -self.threshold]
+
+    def no_ridge(self) -> bool:
+        """Whether the other optimum (t = 1) lies beyond the noise on the same slope as the fit: no point between
+        them (0 < t < 1) scores above it. Two refits that stop at two points of one slope, with no ridge between, stop
+        where the slope flattens, not at an optimum: the numbers they disagree on depend on where the refit started."""
+        if not self.whole or 1.0 not in self.steps:
+            return False
+        far = self.statistics[self.steps.index(1.0)]
+        inner = [st for t, st in zip(self.steps, self.statistics) if 0.0 < t < 1.0]
+        return bool(math.isfinite(far) and far > self.threshold and inner and max(inner) <= far)
+
+    def to_json(self) -> dict:
+        return {"origin": self.origin, "steps": self.steps, "threshold": self.threshold,
+                "statistics": [None if not math.isfinite(v) else v for v in self.statistics],
+                "accepted_steps": [self.steps[i] for i in self.accepted()], "no_ridge": self.no_ridge()}
+
+
+def joint_masks(space: ParamSpace, groups: Sequence[str]) -> list[tuple[str, np.ndarray]]:
+    """Per joint, (its name, (D,) mask of its entries of ``groups``): the directions :func:`score_lines` scans one
+    joint at a time."""
+    out = []
+    for j, name in enumerate(space.joint_names):
+        m = np.zeros(space.dim)
+        for g in groups:
+            if g in space.group_names:
+                m[space.slice(g).start + j] = 1.0
+        if m.any():
+            out.append((name, m))
+    return out
+
+
+def score_lines(objective: ReplayObjective, sens: Sensitivity, x_other: np.ndarray, origin: str,
+                masks: Sequence[tuple[str, np.ndarray]] = (), level: float = 0.95,
+                steps: tuple[float, ...] = LINE_STEPS) -> list[LineScan]:
+    """The line from the fit (``sens.x0``) through ``x_other`` ((D,) normalized, in ``objective``'s space), and the
+    same line restricted to each of ``masks`` (one joint's law entries moving, the rest held at the fit), each
+    scored at ``steps`` with :func:`search_basin`'s statistic: one batched rollout for all. Points within the noise
+    are a one-dimensional profile along a direction two starts found: the numbers not moving are not re-optimized, so
+    the loss there is at least the profile's and every such point lies inside the profile-likelihood region of every
+    number. Masks along which nothing moves are skipped. Call it while ``sens`` still holds its residual."""
+    x0 = np.asarray(sens.x0, dtype=float)
+    d = np.asarray(x_other, dtype=float) - x0
+    t = np.asarray(steps, dtype=float)[:, None]
+    lines = [(origin, d)] + [(f"{origin}, {name}'s entries alone", d * m) for name, m in masks
+                             if np.any(d * m != 0) and np.any(d * (1 - m) != 0)]
+    X = np.concatenate([np.clip(x0[None, :] + t * dd[None, :], 0.0, 1.0) for _, dd in lines])
+    lb = objective.loss(X)
+    scale, ssr = basin_scale(sens), sens.ssr
+    stats = []
+    for loss, div in zip(np.asarray(lb.total, dtype=float), lb.diverged):
+        if bool(div) or not np.isfinite(loss):
+            stats.append(math.inf)
+        else:
+            stats.append(float((loss - ssr) / scale) if scale > 0 else (0.0 if loss <= ssr else math.inf))
+    labels, K = objective.space.labels(), len(steps)
+    points = [dict(zip(labels, (float(v) for v in objective.space.decoded_vector(x)))) for x in X]
+    return [LineScan(name, [float(v) for v in steps], stats[i * K:(i + 1) * K], chi2_1(level), points[i * K:(i + 1) * K],
+                     whole=i == 0) for i, (name, _) in enumerate(lines)]
+
+
+def widen_for_line(sets: dict[str, IntervalSet], scan: LineScan) -> list[str]:
+    """Each curvature / bootstrap interval made the union of itself and every point of ``scan`` within the noise;
+    where a point fits better beyond the noise, the intervals it moves by at least :data:`NAMED_SHARE` of their
+    half-width are marked unreliable (the fit stopped short of the data's optimum along that line); where the other
+    optimum lies beyond the noise with no ridge between (:meth:`LineScan.no_ridge`), every interval that does not hold
+    its value is marked unreliable (the two refits stopped on one slope). Returns the warnings (none when nothing
+    moves or is marked)."""
+    ok, better = scan.accepted(), scan.better()
+    far = scan.points[scan.steps.index(1.0)] if scan.no_ridge() else None
+    named: dict[str, float] = {}
+    sloped: list[str] = []
+    for m in ("curvature", "bootstrap"):
+        for iv in sets[m].intervals:
+            if not iv.bounded or iv.group == "delay":
+                continue
+            half = 0.5 * (iv.upper - iv.lower)
+            v1 = None if far is None else far.get(iv.label)
+            if v1 is not None and not iv.lower <= v1 <= iv.upper:  # the other refit's end, outside, on one slope
+                iv.reliable = False
+                iv.note = "; ".join(n for n in (iv.note, f"{scan.origin} stopped at {v1:.4g} on the same slope (no "
+                                                "ridge between): where the refit stops depends on its start") if n)
+                if m == "curvature":
+                    sloped.append(iv.label)
+            vals = [scan.points[i].get(iv.label) for i in ok]
+            vals = [v for v in vals if v is not None]
+            if not vals:
+                continue
+            share = max(abs(v - iv.value) for v in vals) / half if half > 0 else math.inf
+            iv.lower, iv.upper = float(min(iv.lower, *vals)), float(max(iv.upper, *vals))
+            if share >= NAMED_SHARE:
+                iv.note = "; ".join(n for n in (iv.note, "union with the line to " + scan.origin) if n)
+                if better:
+                    iv.reliable = False
+                if m == "curvature":
+                    named[iv.label] = share
+    out = []
+    if sloped:
+        out.append(f"intervals: {scan.origin} stopped on the same slope as the fit, beyond the noise (statistic "
+                   f"{scan.statistics[scan.steps.index(1.0)]:.1f}, no ridge between): a refit stops where the slope "
+                   "flattens, not at an optimum, so these numbers depend on its start and are marked unreliable: "
+                   + ", ".join(sloped[:8]) + (f" and {len(sloped) - 8} more" if len(sloped) > 8 else ""))
+    if not named:
+        return out
+    span = f"t {scan.steps[min(ok)]:+g} .. {scan.steps[max(ok)]:+g}"
+    moved = ", ".join(f"{lab} ({s:.2f})" for lab, s in sorted(named.items(), key=lambda t: -t[1])[:8])
+    more = f" and {len(named) - 8} more" if len(named) > 8 else ""
+    head = (f"intervals: on the line from the fit (t 0) to {scan.origin} (t 1) the loss stays within the noise at "
+            f"{span} (statistic <= {scan.threshold:.2f})")
+    if better:
+        best = min(scan.statistics)
+        head += (f"; a point on it fits better (statistic {best:.1f}): the fit stopped short of the data's optimum "
+                 "there, these intervals are marked unreliable; refit from it")
+    return out + [head + f"; every interval holds that stretch, and these move (share of their half-width): {moved}{more}"]
 
 
 def widen_for_basin(sets: dict[str, IntervalSet], basin: BasinSearch) -> list[str]:

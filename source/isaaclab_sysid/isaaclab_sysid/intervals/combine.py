@@ -46,7 +46,7 @@ from isaaclab_sysid.objective.loss import LossWeights, total_loss
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.objective.param_space import ParamSpace
 from isaaclab_sysid.objective.result import FitResult
-from isaaclab_sysid.intervals.basins import search_basin, widen_for_basin
+from isaaclab_sysid.intervals.basins import joint_masks, score_lines, search_basin, widen_for_basin, widen_for_line
 from isaaclab_sysid.intervals.bootstrap import block_bootstrap_intervals, per_run_intervals
 from isaaclab_sysid.intervals.cma_cov import cma_intervals
 from isaaclab_sysid.intervals.common import Interval, IntervalSet
@@ -56,6 +56,7 @@ from isaaclab_sysid.intervals.delay_union import DelayUnion, mark_unreliable, pr
 from isaaclab_sysid.intervals.omitted import OMITTED_GROUPS, omitted_shift, widen_for_omitted
 from isaaclab_sysid.intervals.omitted import applies as omitted_applies
 from isaaclab_sysid.intervals.process_noise import N_RELINEARIZED, ProcessNoise, assess_process_noise, widening_factors
+from isaaclab_sysid.sim.friction import LAWS
 from isaaclab_sysid.sim.interface import ReplayBackend
 from isaaclab_sysid.utils.atomic import atomic_write_json
 from isaaclab_sysid.utils.json_io import jsonable, read_json
@@ -430,6 +431,7 @@ def compute_all(
     basins: bool = True,
     process_noise_floor: bool = True,
     process_noise_relinearized: int = N_RELINEARIZED,
+    other_starts: Sequence[FitResult] = (),
 ) -> IntervalReport:
     """Every interval method on one fit (see module docstring); the result's loss and run weights are used.
 
@@ -442,6 +444,8 @@ def compute_all(
     False: the per-joint split alone, for benchmarks/process_noise_coverage.py's comparison).
     ``process_noise_relinearized``: the process noise's replicates solved again at their one-step estimate
     (intervals/process_noise.py; 0: one Gauss-Newton step only, for the same benchmark's comparison).
+    ``other_starts``: the law step's refits from the starts it did not keep (the load law's, fit/law_starts.py),
+    each scored as a basin and held in every interval where it is within the noise (with ``basins``).
     """
     if method not in SELECTABLE:
         raise ValueError(f"unknown interval method '{method}' (choose from {', '.join(SELECTABLE)})")
@@ -508,6 +512,14 @@ def compute_all(
     timing["omitted"] = time.perf_counter() - t0
     if basins:  # a friction law's shape: its other basin (intervals/basins.py)
         t0 = time.perf_counter()
+        for other in other_starts:  # an optimum the law step reached from another start, scored before J is released
+            if list(other.space.labels()) != list(space.labels()):
+                continue
+            for scan in score_lines(objective, sens, space.normalize(other.values),
+                                    "the load law's refit from the start the fit did not keep",
+                                    joint_masks(space, LAWS["load"].fit_groups), level):
+                structure.setdefault("alternatives", []).append(scan.to_json())
+                flag_warns += widen_for_line(sets, scan)
         bs = search_basin(objective, sens, level, release_jacobian=True)  # the last reader of sens.J
         if bs is not None:
             structure["basins"] = bs.to_json()

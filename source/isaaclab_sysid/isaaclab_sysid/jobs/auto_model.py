@@ -20,6 +20,7 @@ from isaaclab_sysid.objective.errors import FitError
 from isaaclab_sysid.objective.loss import DIVERGENCE_PENALTY
 from isaaclab_sysid.fit.problem import FitProblem
 from isaaclab_sysid.objective.result import FitResult
+from isaaclab_sysid.fit.law_starts import load_split_start
 from isaaclab_sysid.fit.run_folder import RunFolder
 from isaaclab_sysid.fit.search import Search
 from isaaclab_sysid.jobs import law_choice as lc
@@ -165,7 +166,9 @@ def auto_law(args: FitArgs, problem: FitProblem, search: Search, base: FitResult
                   else "Coulomb optimum")
         log(f"--fit_groups auto: refitting with the {law} friction law ({law_args.params.fit_groups}) from the "
             f"{origin} (forecast loss {fc[0]:.4g} against {base.best_score:.4g})")
-        srch, res = refit(law_args, sub, _mkdir(run_dir / f"law_{law}"), x0)
+        srch, res = refit(law_args, sub, _mkdir(RunFolder(run_dir).law_dir(law)), x0)
+        if law == "load":  # the corner cannot tell the coefficients apart: a second start inside the box
+            srch, res = _second_start(law_args, sub, RunFolder(run_dir), x0, (srch, res), sc, log, refit)
         if diverged(res):
             sc.note = "the refit diverged"
             continue
@@ -236,6 +239,35 @@ def confirm_laws(problem: FitProblem, base_obj, search: Search, base: FitResult,
     return ((search, base, base_name),
             f"the BIC preferred {' then '.join(law for _, law in ranked)}, but no such law predicts the samples left "
             f"out of its fit better than {base_name}: kept {base_name}", base_cv.blocks, note)
+
+
+def _second_start(args: FitArgs, problem: FitProblem, folder: RunFolder, corner: np.ndarray,
+                  first: tuple[Search, FitResult], score: lc.LawScore, log: Callable[[str], None],
+                  refit: Refit) -> tuple[Search, FitResult]:
+    """The load law refitted again from its split start (fit/law_starts.py, in ``law_load/split_start`` of the run
+    ``folder``); returns the better of that refit and ``first`` (the refit from the Coulomb corner ``corner``),
+    records both losses in ``score.starts`` and writes the other one as ``law_load/other_start.json`` (the interval
+    stage scores it as the law's other basin)."""
+    split = load_split_start(problem.objective(), corner)
+    c_loss = None if diverged(first[1]) else float(first[1].best_score)
+    if split is None:
+        score.starts = {"coulomb corner": c_loss}
+        log("--fit_groups auto: the load law's split start did not replay finitely: refitted from the Coulomb "
+            "corner alone")
+        return first
+    log(f"--fit_groups auto: refitting the load law again from its split start ({split.describe()}): at the Coulomb "
+        "corner a finite difference cannot tell the motor-side coefficient from the external one")
+    second = refit(args, problem, _mkdir(folder.law_dir("load") / "split_start"), split.x)
+    s_loss = None if diverged(second[1]) else float(second[1].best_score)
+    score.starts = {"coulomb corner": c_loss, f"split start ({split.level:g})": s_loss}
+    keep = second if s_loss is not None and (c_loss is None or s_loss < c_loss) else first
+    other = first if keep is second else second
+    if not diverged(other[1]):  # the interval stage scores it as the law's other basin (intervals/basins.py)
+        folder.write_other_start("load", other[1])
+    log(f"--fit_groups auto: the load law from the Coulomb corner: loss {c_loss if c_loss is not None else 'diverged'}"
+        f"; from the split start: {s_loss if s_loss is not None else 'diverged'}; kept the "
+        + ("split start's" if keep is second else "corner's"))
+    return keep
 
 
 def _mkdir(path: Path) -> Path:

@@ -66,7 +66,9 @@ class LawScore:
         loro: per left-out block, the model's cross-validated predictive score (:class:`Loro`; None: not
         computed); loro_delta: per block, that score minus the base's (a law only); confirmed: whether cross-validated
         prediction confirmed the law (None: not asked); loro_in: per block, the same score of the model's residual at
-        its all-runs optimum (in sample; ``loro`` minus it is what the block cost out of sample).
+        its all-runs optimum (in sample; ``loro`` minus it is what the block cost out of sample); starts: the loss
+        its refit reached from each start it took (None: one start; a value None: that refit diverged; the load law
+        takes two, fit/law_starts.py).
     """
 
     law: str
@@ -82,6 +84,7 @@ class LawScore:
     loro_delta: list[float] | None = None
     confirmed: bool | None = None
     loro_in: list[float] | None = None
+    starts: dict[str, float | None] | None = None
 
 
 @dataclass
@@ -112,7 +115,11 @@ class LawChoice:
                 if s.loro_delta is not None:
                     loro += (" (vs base " + "/".join(f"{v:+.1f}" for v in s.loro_delta) + ": "
                              + ("confirmed" if s.confirmed else "not confirmed") + ")")
-                parts.append(f"{s.law} k={s.k} loss {s.loss:.4g} BIC {s.bic:.1f}{loro}{note}")
+                starts = ""
+                if s.starts and len(s.starts) > 1:
+                    starts = " (refitted from " + ", ".join(
+                        f"the {k}: {'diverged' if v is None else f'{v:.4g}'}" for k, v in s.starts.items()) + ")"
+                parts.append(f"{s.law} k={s.k} loss {s.loss:.4g}{starts} BIC {s.bic:.1f}{loro}{note}")
             elif s.forecast_bic is not None:
                 parts.append(f"{s.law} k={s.k} forecast loss {s.forecast_loss:.4g} BIC {s.forecast_bic:.1f} "
                              f"({s.note or 'not refitted'})")
