@@ -195,7 +195,7 @@ def test_a_better_point_on_the_line_marks_the_intervals_it_moves_unreliable():
     assert (fr.lower, fr.upper) == (0.38, 0.98) and not fr.reliable  # 1.33 lies beyond the noise: not held
     assert ar.reliable and (ar.lower, ar.upper) == (0.10, 0.20)  # a number the line does not move keeps its flag
     assert len(warns) == 1 and "fits better (statistic -9.0)" in warns[0] and "friction[j4]" in warns[0]
-    assert "t -1.5 .. -0.5" in warns[0]
+    assert "t -1.5, -0.5" in warns[0]
     s = sets()
     assert widen_for_line(s, LineScan("x", [1.0], [6.0], 3.84, pts[2:])) == []  # nothing within the noise
     assert s["curvature"].by_label()["friction[j4]"].upper == 0.98
@@ -214,18 +214,41 @@ def test_two_refits_on_one_slope_mark_the_numbers_they_disagree_on_unreliable():
                 for m in ("curvature", "bootstrap")}
 
     pts = [{"friction[j4]": f, "armature[j4]": 0.151} for f in (0.80, 1.0, 1.1, 1.38)]
-    slope = LineScan("the other start", [-0.5, 0.25, 0.5, 1.0], [2.0, 2.5, 9.0, 22.0], 3.84, pts)
+    slope = LineScan("the other start", [-0.5, 0.25, 0.5, 1.0], [-1.0, 2.5, 9.0, 22.0], 3.84, pts)
     assert slope.no_ridge() and slope.to_json()["no_ridge"]
+    at_min = LineScan("the other start", slope.steps, [2.0, 2.5, 9.0, 22.0], 3.84, pts)
+    assert not at_min.no_ridge()  # the fit is the line's minimum: nothing says the refit stopped on a slope
     s = sets()
     warns = widen_for_line(s, slope)
     fr, ar = s["curvature"].by_label()["friction[j4]"], s["curvature"].by_label()["armature[j4]"]
     assert not fr.reliable and "stopped at 1.38 on the same slope" in fr.note and (fr.lower, fr.upper) == (0.80, 1.0)
     assert ar.reliable  # the other end (0.151) lies inside its interval
     assert any("same slope" in w and "friction[j4]" in w and "armature" not in w for w in warns)
-    ridge = LineScan("the other start", [-0.5, 0.25, 0.5, 1.0], [2.0, 2.5, 30.0, 22.0], 3.84, pts)
+    ridge = LineScan("the other start", [-0.5, 0.25, 0.5, 1.0], [-1.0, 2.5, 30.0, 22.0], 3.84, pts)
     assert not ridge.no_ridge()
     s = sets()
     widen_for_line(s, ridge)
     assert s["curvature"].by_label()["friction[j4]"].reliable
     one_joint = LineScan("the other start, j4's entries alone", slope.steps, slope.statistics, 3.84, pts, whole=False)
     assert not one_joint.no_ridge()
+
+
+def test_a_better_point_is_said_even_where_it_moves_no_interval_far():
+    """A point better beyond the noise that moves no interval by half its half-width: the warning still says the fit
+    stopped short; an interval moved only by a point within the noise is not marked."""
+    from isaaclab_sysid.intervals.basins import LineScan, widen_for_line
+    from isaaclab_sysid.intervals.common import Interval, IntervalSet
+
+    s = {m: IntervalSet(m, 0.95, [Interval("friction[j4]", "friction", "j4", 0.92, 0.90, 0.94),
+                                  Interval("viscous[j4]", "viscous", "j4", 0.70, 0.69, 0.71)])
+         for m in ("curvature", "bootstrap")}
+    pts = [{"friction[j4]": 0.921, "viscous[j4]": 0.80}, {"friction[j4]": 0.925, "viscous[j4]": 0.701}]
+    warns = widen_for_line(s, LineScan("the other start", [-0.5, 1.0], [1.0, -5.0], 3.84, pts))
+    fr, vi = s["curvature"].by_label()["friction[j4]"], s["curvature"].by_label()["viscous[j4]"]
+    assert fr.reliable and (fr.lower, fr.upper) == (0.90, 0.94)  # the better point moves it by a quarter
+    assert vi.reliable and vi.upper == 0.80  # moved far, but by the point within the noise only
+    assert len(warns) == 1 and "fits better (statistic -5.0)" in warns[0] and "viscous[j4]" in warns[0]
+    s = {m: IntervalSet(m, 0.95, [Interval("friction[j4]", "friction", "j4", 0.92, 0.90, 0.94)])
+         for m in ("curvature", "bootstrap")}
+    warns = widen_for_line(s, LineScan("the other start", [1.0], [-5.0], 3.84, pts[1:]))
+    assert len(warns) == 1 and "fits better" in warns[0] and "these move" not in warns[0]

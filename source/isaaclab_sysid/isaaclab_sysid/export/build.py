@@ -114,7 +114,11 @@ def other_starts(ctx: FitContext) -> list[FitResult]:
     ``law_load/other_start.json``, fit/law_starts.py), for the interval stage's lines (intervals/basins.py)."""
     if "load_friction_motor" not in ctx.space.group_names:
         return []
-    other = RunFolder(ctx.fit_dir).read_other_start("load", joint_names=list(ctx.space.joint_names))
+    folder = RunFolder(ctx.fit_dir)
+    try:
+        other = folder.read_other_start("load", joint_names=list(ctx.space.joint_names))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ExportError(f"{folder.other_start('load')}: {exc}") from None
     return [other] if other is not None else []
 
 

@@ -10,8 +10,8 @@ coefficient at 0 (truth 0.03), at a loss 4 % above a basin near the truth, and t
 high.
 
 The *split start* moves half of each joint's Coulomb level into the load term: the level halved, both coefficients at
-one common level ``c`` of their box (at equal coefficients the budget is ``c |tau_ext - tau_motor|``, whose derivative
-in each coefficient has its own sign). ``c`` is chosen among :data:`LOAD_SPLIT_LEVELS` as the one whose replay fits
+one common level ``c`` of their boxes (equal values where the two boxes are equal, as by default: the budget is then
+``k |tau_ext - tau_motor|``, whose derivative in each coefficient has its own sign). ``c`` is chosen among :data:`LOAD_SPLIT_LEVELS` as the one whose replay fits
 the runs best (one batched rollout): a level too high makes the joints stick and leaves the refit no gradient, too low
 puts back the corner. The law step refits from both starts and keeps the better (a Coulomb truth stays reachable from
 the corner); the interval stage's basin search (intervals/basins.py) restarts from it to look for the other basin.

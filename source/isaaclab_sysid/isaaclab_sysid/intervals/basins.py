@@ -42,7 +42,7 @@ from isaaclab_sysid.objective.param_space import ParamSpace
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
 from isaaclab_sysid.intervals.common import IntervalSet, chi2_1
-from isaaclab_sysid.intervals.curvature import Sensitivity, integrated_autocorr_time
+from isaaclab_sysid.intervals.curvature import Sensitivity, candidates_per_call, integrated_autocorr_time
 from isaaclab_sysid.intervals.delay_union import delay_scale
 
 #: the groups that set a friction law's shape (sim/friction.py)
@@ -131,7 +131,7 @@ def basin_scale(sens: Sensitivity) -> float:
     return float(s2 * max(kappa, integrated_autocorr_time(sens.r)))
 
 
-#: the steps along the line through the fit (0) and another start's optimum (1) that :func:`score_line` scores;
+#: the steps along the line through the fit (0) and another start's optimum (1) that :func:`score_lines` scores;
 #: negative steps go beyond the fit, away from the other optimum
 LINE_STEPS = (-3.0, -2.0, -1.5, -1.0, -0.75, -0.5, -0.25, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 
@@ -165,13 +165,17 @@ class LineScan:
 
     def no_ridge(self) -> bool:
         """Whether the other optimum (t = 1) lies beyond the noise on the same slope as the fit: no point between
-        them (0 < t < 1) scores above it. Two refits that stop at two points of one slope, with no ridge between, stop
-        where the slope flattens, not at an optimum: the numbers they disagree on depend on where the refit started."""
+        them (0 < t < 1) scores above it, and the slope goes on down past the fit (a point at t < 0 fits better than
+        the fit). Two refits that stop at two points of one slope, with no ridge between, stop where the slope
+        flattens, not at an optimum: the numbers they disagree on depend on where the refit started. A heuristic
+        on 13 points of one line, which errs toward marking."""
         if not self.whole or 1.0 not in self.steps:
             return False
         far = self.statistics[self.steps.index(1.0)]
         inner = [st for t, st in zip(self.steps, self.statistics) if 0.0 < t < 1.0]
-        return bool(math.isfinite(far) and far > self.threshold and inner and max(inner) <= far)
+        beyond = [st for t, st in zip(self.steps, self.statistics) if t < 0.0]
+        return bool(math.isfinite(far) and far > self.threshold and inner and max(inner) <= far
+                    and beyond and min(beyond) < 0.0)
 
     def to_json(self) -> dict:
         return {"origin": self.origin, "steps": self.steps, "threshold": self.threshold,
@@ -202,16 +206,25 @@ def score_lines(objective: ReplayObjective, sens: Sensitivity, x_other: np.ndarr
     are a one-dimensional profile along a direction two starts found: the numbers not moving are not re-optimized, so
     the loss there is at least the profile's and every such point lies inside the profile-likelihood region of every
     number. Masks along which nothing moves are skipped. Call it while ``sens`` still holds its residual."""
+    space = objective.space
     x0 = np.asarray(sens.x0, dtype=float)
     d = np.asarray(x_other, dtype=float) - x0
+    k = space.delay_index
+    if k is not None and space.delay_of(x0) == space.delay_of(np.asarray(x_other, dtype=float)):
+        d[k] = 0.0  # the same delay: the line keeps the fit's (a bin's centre is not the fit's coordinate)
     t = np.asarray(steps, dtype=float)[:, None]
     lines = [(origin, d)] + [(f"{origin}, {name}'s entries alone", d * m) for name, m in masks
                              if np.any(d * m != 0) and np.any(d * (1 - m) != 0)]
     X = np.concatenate([np.clip(x0[None, :] + t * dd[None, :], 0.0, 1.0) for _, dd in lines])
-    lb = objective.loss(X)
     scale, ssr = basin_scale(sens), sens.ssr
+    per = candidates_per_call(objective.runs)  # the memory cap of issue 45: the Jacobian is still held
+    total, diverged = [], []
+    for i in range(0, len(X), per):
+        lb = objective.loss(X[i:i + per])
+        total += list(np.asarray(lb.total, dtype=float))
+        diverged += list(np.asarray(lb.diverged, dtype=bool))
     stats = []
-    for loss, div in zip(np.asarray(lb.total, dtype=float), lb.diverged):
+    for loss, div in zip(total, diverged):
         if bool(div) or not np.isfinite(loss):
             stats.append(math.inf)
         else:
@@ -250,11 +263,13 @@ def widen_for_line(sets: dict[str, IntervalSet], scan: LineScan) -> list[str]:
             if not vals:
                 continue
             share = max(abs(v - iv.value) for v in vals) / half if half > 0 else math.inf
+            vb = [v for v in (scan.points[i].get(iv.label) for i in better) if v is not None]
+            moved_by_better = bool(vb) and (half <= 0 or max(abs(v - iv.value) for v in vb) / half >= NAMED_SHARE)
             iv.lower, iv.upper = float(min(iv.lower, *vals)), float(max(iv.upper, *vals))
+            if moved_by_better:
+                iv.reliable = False
             if share >= NAMED_SHARE:
                 iv.note = "; ".join(n for n in (iv.note, "union with the line to " + scan.origin) if n)
-                if better:
-                    iv.reliable = False
                 if m == "curvature":
                     named[iv.label] = share
     out = []
@@ -263,18 +278,19 @@ def widen_for_line(sets: dict[str, IntervalSet], scan: LineScan) -> list[str]:
                    f"{scan.statistics[scan.steps.index(1.0)]:.1f}, no ridge between): a refit stops where the slope "
                    "flattens, not at an optimum, so these numbers depend on its start and are marked unreliable: "
                    + ", ".join(sloped[:8]) + (f" and {len(sloped) - 8} more" if len(sloped) > 8 else ""))
-    if not named:
+    if not named and not better:
         return out
-    span = f"t {scan.steps[min(ok)]:+g} .. {scan.steps[max(ok)]:+g}"
+    span = "t " + ", ".join(f"{scan.steps[i]:+g}" for i in ok)
     moved = ", ".join(f"{lab} ({s:.2f})" for lab, s in sorted(named.items(), key=lambda t: -t[1])[:8])
     more = f" and {len(named) - 8} more" if len(named) > 8 else ""
-    head = (f"intervals: on the line from the fit (t 0) to {scan.origin} (t 1) the loss stays within the noise at "
+    head = (f"intervals: on the line from the fit (t 0) to {scan.origin} (t 1) the loss is within the noise at "
             f"{span} (statistic <= {scan.threshold:.2f})")
     if better:
         best = min(scan.statistics)
         head += (f"; a point on it fits better (statistic {best:.1f}): the fit stopped short of the data's optimum "
-                 "there, these intervals are marked unreliable; refit from it")
-    return out + [head + f"; every interval holds that stretch, and these move (share of their half-width): {moved}{more}"]
+                 "there, and the intervals that point moves are marked unreliable; refit from it")
+    return out + [head + (f"; every interval holds those points, and these move (share of their half-width): "
+                          f"{moved}{more}" if named else "")]
 
 
 def widen_for_basin(sets: dict[str, IntervalSet], basin: BasinSearch) -> list[str]:

@@ -248,6 +248,7 @@ def _second_start(args: FitArgs, problem: FitProblem, folder: RunFolder, corner:
     ``folder``); returns the better of that refit and ``first`` (the refit from the Coulomb corner ``corner``),
     records both losses in ``score.starts`` and writes the other one as ``law_load/other_start.json`` (the interval
     stage scores it as the law's other basin)."""
+    folder.other_start("load").unlink(missing_ok=True)  # a file of an earlier run in this folder is not this one's
     split = load_split_start(problem.objective(), corner)
     c_loss = None if diverged(first[1]) else float(first[1].best_score)
     if split is None:
