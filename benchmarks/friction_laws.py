@@ -228,7 +228,7 @@ def _kept_fits(cell) -> tuple:
         found = [r for r in (best(d), best(d / "split_start") if (d / "split_start").is_dir() else None) if r is not None]
         return min(found, key=lambda r: r.best_score) if found else None
 
-    laws = {d.name[4:]: kept(d) for d in sorted(run.glob("law_*")) if kept(d) is not None}
+    laws = {d.name[4:]: r for d in sorted(run.glob("law_*")) if (r := kept(d)) is not None}
     csvs = sorted(str(p) for p in cell.glob("fit_*.csv"))
     prob = resolve_problem(FitArgs.build(real_csv=csvs, log_dir=str(cell / "analysis"), plots=False, quiet=True),
                            log=lambda s: None)

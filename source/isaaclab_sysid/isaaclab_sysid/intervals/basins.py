@@ -38,10 +38,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from isaaclab_sysid.objective.loss import WeightedLoss
 from isaaclab_sysid.objective.param_space import ParamSpace
 from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
-from isaaclab_sysid.intervals.common import IntervalSet, chi2_1
+from isaaclab_sysid.intervals.common import IntervalSet, chi2_1, lr_statistic
 from isaaclab_sysid.intervals.curvature import Sensitivity, candidates_per_call, integrated_autocorr_time
 from isaaclab_sysid.intervals.delay_union import delay_scale
 
@@ -116,7 +117,7 @@ def search_basin(objective: ReplayObjective, sens: Sensitivity, level: float = 0
     t = state.best()
     if not np.isfinite(t.loss):
         return None
-    stat = (float(t.loss) - ssr) / scale if scale > 0 else (0.0 if t.loss <= ssr else math.inf)
+    stat = lr_statistic(float(t.loss), ssr, scale)
     thr = chi2_1(level)
     values = dict(zip(objective.space.labels(), (float(v) for v in objective.space.decoded_vector(t.x))))
     verdict = ref.verdict(state, stage="basins")
@@ -218,17 +219,9 @@ def score_lines(objective: ReplayObjective, sens: Sensitivity, x_other: np.ndarr
     X = np.concatenate([np.clip(x0[None, :] + t * dd[None, :], 0.0, 1.0) for _, dd in lines])
     scale, ssr = basin_scale(sens), sens.ssr
     per = candidates_per_call(objective.runs)  # the memory cap of issue 45: the Jacobian is still held
-    total, diverged = [], []
-    for i in range(0, len(X), per):
-        lb = objective.loss(X[i:i + per])
-        total += list(np.asarray(lb.total, dtype=float))
-        diverged += list(np.asarray(lb.diverged, dtype=bool))
-    stats = []
-    for loss, div in zip(total, diverged):
-        if bool(div) or not np.isfinite(loss):
-            stats.append(math.inf)
-        else:
-            stats.append(float((loss - ssr) / scale) if scale > 0 else (0.0 if loss <= ssr else math.inf))
+    lb = WeightedLoss.join([objective.loss(X[i:i + per]) for i in range(0, len(X), per)])
+    stats = [math.inf if div or not np.isfinite(loss) else float(lr_statistic(loss, ssr, scale))
+             for loss, div in zip(np.asarray(lb.total, dtype=float), lb.diverged)]
     labels, K = objective.space.labels(), len(steps)
     points = [dict(zip(labels, (float(v) for v in objective.space.decoded_vector(x)))) for x in X]
     return [LineScan(name, [float(v) for v in steps], stats[i * K:(i + 1) * K], chi2_1(level), points[i * K:(i + 1) * K],

@@ -37,6 +37,12 @@ def chi2_1(level: float) -> float:
     return z_of(level) ** 2
 
 
+def lr_statistic(loss: float, reference: float, scale: float) -> float:
+    """The likelihood-ratio statistic ``(loss - reference) / scale`` of a point against a reference loss on the
+    scale ``s^2 kappa`` (with no scale: 0 where the point is no worse, else inf)."""
+    return (loss - reference) / scale if scale > 0 else (0.0 if loss <= reference else math.inf)
+
+
 @dataclass
 class Interval:
     """The interval of one fitted number.

@@ -56,7 +56,7 @@ from isaaclab_sysid.objective.replay_objective import ReplayObjective
 from isaaclab_sysid.objective.param_space import ParamSpace
 from isaaclab_sysid.fit.refine import LMRefiner, RefineSettings
 from isaaclab_sysid.objective.result import FitResult
-from isaaclab_sysid.intervals.common import IntervalSet, chi2_1, z_of
+from isaaclab_sysid.intervals.common import IntervalSet, chi2_1, lr_statistic, z_of
 from isaaclab_sysid.intervals.curvature import (
     Sensitivity,
     cluster_meat,
@@ -261,7 +261,7 @@ def profile_delays(objective: ReplayObjective, sens: Sensitivity, result: FitRes
     def restat() -> None:
         m = lmin()
         for p in prof.points.values():
-            p.statistic = (p.loss - m) / scale if scale > 0 else (0.0 if p.loss <= m else math.inf)
+            p.statistic = lr_statistic(p.loss, m, scale)
             p.accepted = p.x is not None and p.statistic <= thr
 
     def reoptimize(ds: list[int]) -> None:
